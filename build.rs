@@ -1,0 +1,48 @@
+//! Compiles every `bpf/*.bpf.c` into a libbpf-rs skeleton under OUT_DIR.
+//!
+//! `bpf/vmlinux.h` is committed (generated once with bpftool on x86_64), so
+//! a build needs clang and libbpf headers (shipped by libbpf-sys) but never
+//! BTF from the build machine's kernel.
+
+use std::env;
+use std::path::PathBuf;
+
+use libbpf_cargo::SkeletonBuilder;
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let target_arch = match arch.as_str() {
+        "x86_64" => "x86",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let mut srcs: Vec<PathBuf> = std::fs::read_dir("bpf")
+        .expect("bpf/ directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".bpf.c"))
+        .collect();
+    srcs.sort();
+    for src in srcs {
+        let stem = src
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".bpf.c"))
+            .expect("bpf source name")
+            .to_string();
+        let skel = out.join(format!("{stem}.skel.rs"));
+        SkeletonBuilder::new()
+            .source(&src)
+            .clang_args([
+                format!("-D__TARGET_ARCH_{target_arch}"),
+                "-Ibpf".to_string(),
+                "-I/usr/include/x86_64-linux-gnu".to_string(),
+                "-Wall".to_string(),
+                "-Wno-unused-function".to_string(),
+            ])
+            .build_and_generate(&skel)
+            .unwrap_or_else(|e| panic!("building BPF skeleton for {}: {e:#}", src.display()));
+        println!("cargo:rerun-if-changed={}", src.display());
+    }
+    println!("cargo:rerun-if-changed=bpf");
+}

@@ -1,0 +1,138 @@
+//! Command line. One flag set shared by every mode so that `-d`, `-p`,
+//! `--no-bpf` mean the same thing in the TUI, batch, record and lint.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Parser, Debug, Clone, Default)]
+#[command(
+    name = "nettop",
+    version,
+    about = "top that tells the truth on busy network hosts",
+    long_about = "nettop splits every task's CPU time into its own work and the hardirq/softirq \
+work (NET_RX above all) the kernel ran in its context and charged to it. Interactive by default; \
+-b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity."
+)]
+pub struct Cli {
+    /// Batch mode: print text frames like `top -b` instead of the TUI.
+    #[arg(short = 'b', long = "batch")]
+    pub batch: bool,
+
+    /// Number of frames to print (batch, record) before exiting.
+    #[arg(short = 'n', long = "iterations", value_name = "N")]
+    pub iterations: Option<u64>,
+
+    /// Seconds between frames.
+    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value_t = 1.0,
+          value_parser = parse_delay)]
+    pub delay: f64,
+
+    /// Only show these processes (comma-separated PIDs).
+    #[arg(short = 'p', long = "pid", value_name = "PID,...", value_delimiter = ',')]
+    pub pids: Vec<u32>,
+
+    /// Show threads instead of processes.
+    #[arg(short = 'H', long = "threads")]
+    pub threads: bool,
+
+    /// Print one JSON object per frame (batch mode).
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// Task rows per batch frame (0 = all).
+    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
+    pub rows: usize,
+
+    /// Do not load BPF: /proc only; interrupt columns become estimates.
+    #[arg(long = "no-bpf")]
+    pub no_bpf: bool,
+
+    /// Enable kernel BPF run-time statistics while running (restored on exit)
+    /// so nettop reports its own BPF cost.
+    #[arg(long = "bpf-stats")]
+    pub bpf_stats: bool,
+
+    /// Read /proc and /sys under DIR instead of / (tests, offline analysis).
+    #[arg(long = "sysroot", value_name = "DIR", default_value = "/")]
+    pub sysroot: PathBuf,
+
+    /// Lint CPU/IRQ/NUMA affinity and exit (0 clean, 1 findings, 2 could not check).
+    #[arg(long = "pinning-check")]
+    pub pinning_check: bool,
+
+    /// Output format of --pinning-check.
+    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Lowest severity that makes --pinning-check exit 1.
+    #[arg(long = "fail-on", value_enum, default_value_t = FailOn::Warning)]
+    pub fail_on: FailOn,
+
+    /// Topology from an hwloc XML file instead of this machine.
+    #[arg(long = "hwloc-xml", value_name = "FILE")]
+    pub hwloc_xml: Option<PathBuf>,
+
+    /// Topology from an hwloc synthetic description, e.g. "pack:2 numa:1 l3:1 core:4 pu:2".
+    #[arg(long = "hwloc-synthetic", value_name = "DESC")]
+    pub hwloc_synthetic: Option<String>,
+
+    /// Append raw snapshots to FILE (zstd-compressed if it ends in .zst).
+    #[arg(long = "record", value_name = "FILE")]
+    pub record: Option<PathBuf>,
+
+    /// Stop recording after this long (e.g. 30s, 10m, 2h).
+    #[arg(long = "duration", value_name = "D")]
+    pub duration: Option<String>,
+
+    /// Rotate the recording when it reaches this size (e.g. 100M, 1G).
+    #[arg(long = "max-size", value_name = "SIZE")]
+    pub max_size: Option<String>,
+
+    /// Show a recording instead of live data.
+    #[arg(long = "replay", value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+
+    /// Convert a recording (with --replay) to this format on stdout.
+    #[arg(long = "export", value_enum, value_name = "FORMAT")]
+    pub export: Option<ExportFormat>,
+
+    /// Serve OpenMetrics for Prometheus at ADDR (default 127.0.0.1:9867).
+    #[arg(long = "serve", value_name = "ADDR", num_args = 0..=1,
+          default_missing_value = "127.0.0.1:9867")]
+    pub serve: Option<String>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailOn {
+    Info,
+    #[default]
+    Warning,
+    Error,
+    /// Never fail on findings (exit 0 unless the check could not run).
+    Never,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Openmetrics,
+}
+
+fn parse_delay(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(0.05..=3600.0).contains(&v) {
+        return Err(format!("delay {v} s is out of range (0.05 to 3600)"));
+    }
+    Ok(v)
+}

@@ -1,0 +1,1 @@
+//! Collectors: /proc and /sys readers and the BPF collector, producing raw samples.

@@ -1,0 +1,48 @@
+//! nettop: top that tells the truth on busy network hosts.
+//!
+//! Data flows one way: collectors produce [`model::raw::RawSample`]s (raw,
+//! cumulative counters), the model turns two of them into a
+//! [`model::frame::Frame`], and every front end (TUI, batch text, JSON,
+//! recordings, metrics) renders Frames. Rendering does no I/O; collectors do
+//! no formatting.
+
+pub mod cli;
+pub mod collector;
+pub mod cpuset;
+pub mod export;
+pub mod model;
+pub mod output;
+pub mod pinning;
+pub mod record;
+pub mod sysroot;
+pub mod topology;
+pub mod ui;
+
+use cli::Cli;
+
+/// Picks the mode. Returns the process exit code (0 ok, 1 lint findings);
+/// errors exit 2 with a one-line reason.
+pub fn run(cli: &Cli) -> anyhow::Result<u8> {
+    if cli.pinning_check {
+        return pinning::run_check(cli);
+    }
+    if let Some(addr) = &cli.serve {
+        return export::serve(cli, addr);
+    }
+    if let Some(file) = &cli.replay {
+        if let Some(fmt) = cli.export {
+            return export::export_recording(cli, file, fmt);
+        }
+        if cli.batch {
+            return output::batch::run_replay(cli, file);
+        }
+        return ui::run_replay(cli, file);
+    }
+    if let Some(file) = &cli.record {
+        return record::run_record(cli, file);
+    }
+    if cli.batch {
+        return output::batch::run_live(cli);
+    }
+    ui::run_live(cli)
+}

@@ -1,0 +1,180 @@
+//! The model's output: rates and percentages over one interval.
+//!
+//! Every front end (batch text, JSON, TUI, metrics) renders a [`Frame`] and
+//! nothing else, so they can never disagree. Percentages are "of one CPU"
+//! (top's Irix mode): a process with two busy threads can show 200 %.
+
+use serde::{Deserialize, Serialize};
+
+use super::raw::{NR_SOFTIRQS, Regime, Source};
+
+/// One task's (thread's or whole process's) figures over the interval.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct TaskView {
+    /// Process ID (tgid).
+    pub pid: u32,
+    /// Thread ID for thread rows; equal to `pid` for process rows.
+    pub tid: u32,
+    /// `true` for a process row (all threads summed).
+    pub is_process: bool,
+    pub comm: String,
+    pub uid: u32,
+    pub state: char,
+    pub nr_threads: u32,
+    pub kthread: bool,
+    pub last_cpu: u32,
+    pub affinity: String,
+    /// %CPU exactly as top computes it: delta(utime+stime) ticks over the interval.
+    pub top_pct: f64,
+    /// %CPU from schedstat `sum_exec_runtime`: time the scheduler had it on a CPU.
+    pub on_cpu_pct: f64,
+    /// Device hardirq time in its context.
+    pub hardirq_pct: f64,
+    /// x86 system vector time (timer, IPIs) in its context.
+    pub sysvec_pct: f64,
+    /// Softirq raised by interrupts and run in its context, per vector.
+    pub softirq_stolen_pct: [f64; NR_SOFTIRQS],
+    /// hardirq + sysvec + all stolen softirq: work done for others on its time.
+    pub stolen_pct: f64,
+    /// Softirq it raised itself and ran at its own `local_bh_enable`.
+    pub inline_pct: f64,
+    /// Softirq run as ksoftirqd (only non-zero for ksoftirqd threads).
+    pub ksoftirqd_pct: f64,
+    /// CPU it really got for its own work (see `model::compute` for both regimes).
+    pub true_pct: f64,
+    /// Estimate of interrupt cost tracepoints cannot see (entry/exit, untraced
+    /// vectors), apportioned by its interruption count. Always an estimate.
+    pub unexplained_est_pct: f64,
+    /// Interruptions (hardirqs + system vectors) per second in its context.
+    pub interrupts_per_s: f64,
+    /// Softirq runs per second in its context (all vectors, stolen + inline).
+    pub softirqs_per_s: f64,
+}
+
+/// One CPU over the interval.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct CpuView {
+    pub cpu: u32,
+    pub online: bool,
+    /// NUMA node, when known.
+    pub node: Option<u32>,
+    /// mpstat-style percentages from /proc/stat (tick-sampled unless the
+    /// regime is IrqTimeAccounting).
+    pub usr_pct: f64,
+    pub nice_pct: f64,
+    pub sys_pct: f64,
+    pub iowait_pct: f64,
+    pub irq_pct: f64,
+    pub soft_pct: f64,
+    pub steal_pct: f64,
+    pub idle_pct: f64,
+    /// Traced (BPF) interrupt time on this CPU.
+    pub traced_hardirq_pct: f64,
+    pub traced_sysvec_pct: f64,
+    pub traced_softirq_pct: [f64; NR_SOFTIRQS],
+    /// Traced softirq split by where it ran.
+    pub softirq_stolen_pct: f64,
+    pub softirq_inline_pct: f64,
+    pub softirq_ksoftirqd_pct: f64,
+    /// ksoftirqd/N's on-CPU time.
+    pub ksoftirqd_pct: f64,
+    /// /proc/stat irq+soft minus traced time: what tracepoints miss. Only
+    /// meaningful with BPF; clamped at 0.
+    pub unexplained_irq_pct: f64,
+    pub interrupts_per_s: f64,
+    pub net_rx_per_s: f64,
+    /// Mean time of one NET_RX action, microseconds.
+    pub net_rx_avg_us: f64,
+    pub net_rx_restarts_per_s: f64,
+    pub napi_polls_per_s: f64,
+    pub packets_per_s: f64,
+    pub budget_exhausted_per_s: f64,
+    pub time_squeeze_per_s: f64,
+    pub softnet_dropped_per_s: f64,
+    pub rps_received_per_s: f64,
+}
+
+/// One napi instance (device queue) over the interval, all CPUs.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct NapiView {
+    pub dev: String,
+    pub napi_id: u32,
+    pub polls_per_s: f64,
+    pub packets_per_s: f64,
+    /// Mean packets per poll; compare with `budget`.
+    pub work_per_poll: f64,
+    pub budget: u32,
+    pub budget_exhausted_per_s: f64,
+    /// CPUs that polled it in the interval, ascending.
+    pub cpus: Vec<u32>,
+}
+
+/// One network device over the interval.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct DeviceView {
+    pub name: String,
+    pub rx_packets_per_s: f64,
+    pub rx_bytes_per_s: f64,
+    pub tx_packets_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    pub rx_dropped_per_s: f64,
+}
+
+/// Host-wide figures for the summary lines.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Summary {
+    pub cpus_online: u32,
+    /// Averages over online CPUs (percent of one CPU).
+    pub usr_pct: f64,
+    pub sys_pct: f64,
+    pub irq_pct: f64,
+    pub soft_pct: f64,
+    pub idle_pct: f64,
+    pub steal_pct: f64,
+    pub net_rx_per_s: f64,
+    pub napi_polls_per_s: f64,
+    pub packets_per_s: f64,
+    pub budget_exhausted_per_s: f64,
+    pub time_squeeze_per_s: f64,
+    /// Sum over tasks of stolen %, i.e. CPUs' worth of time top misattributes.
+    pub stolen_pct_total: f64,
+    pub tasks: u32,
+    pub processes: u32,
+}
+
+/// Collector health over the interval; non-zero numbers are shown, not hidden.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct HealthView {
+    pub map_full: u64,
+    pub napi_map_full: u64,
+    pub unmatched_exits: u64,
+    pub recursion_misses: u64,
+    /// Tasks that vanished between samples (their last interval is dropped).
+    pub vanished_tasks: u32,
+    pub missing_tracepoints: Vec<String>,
+    pub attach_mode: String,
+    /// BPF cost over the interval, percent of one CPU, when stats are enabled.
+    pub bpf_cpu_pct: Option<f64>,
+}
+
+/// Everything a front end shows for one interval.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Frame {
+    pub seq: u64,
+    pub unix_ms: u64,
+    pub interval_s: f64,
+    pub hostname: String,
+    pub regime: Regime,
+    /// One sentence for users: how this kernel charges interrupt time.
+    pub regime_note: String,
+    pub source: Source,
+    pub summary: Summary,
+    pub cpus: Vec<CpuView>,
+    /// Process rows (threads summed), unsorted.
+    pub processes: Vec<TaskView>,
+    /// Thread rows, unsorted.
+    pub threads: Vec<TaskView>,
+    pub napi: Vec<NapiView>,
+    pub devices: Vec<DeviceView>,
+    pub health: HealthView,
+}

@@ -1,0 +1,3 @@
+//! The pure model: two raw samples in, one Frame of rates and percentages out.
+pub mod frame;
+pub mod raw;

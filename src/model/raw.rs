@@ -1,0 +1,251 @@
+//! Raw counters exactly as collected: cumulative, unprocessed, serialisable.
+//!
+//! Everything the model needs is here and nothing it computes is. The record
+//! file stores these structs, so a later fix to the arithmetic in
+//! [`crate::model::compute`] applies to old recordings too. Add fields only
+//! with `#[serde(default)]` so older recordings stay readable.
+
+use serde::{Deserialize, Serialize};
+
+/// Number of softirq vectors (`NR_SOFTIRQS` in include/linux/interrupt.h).
+pub const NR_SOFTIRQS: usize = 10;
+
+/// Softirq vector names in kernel order, as `/proc/softirqs` prints them.
+pub const SOFTIRQ_NAMES: [&str; NR_SOFTIRQS] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// Index of NET_RX in [`SOFTIRQ_NAMES`].
+pub const NET_RX: usize = 3;
+
+/// Where a softirq ran, decided in BPF from who raised the vector.
+///
+/// `Stolen`: raised by a hardirq (device IRQ, RPS IPI, timer) and run in
+/// whatever task was interrupted. `Inline`: raised by the task itself in
+/// process context (e.g. a veth/loopback send) and run at its own
+/// `local_bh_enable`. `Ksoftirqd`: run by `ksoftirqd/N`, visible to top.
+pub const SOFTIRQ_CTX: usize = 3;
+pub const CTX_STOLEN: usize = 0;
+pub const CTX_INLINE: usize = 1;
+pub const CTX_KSOFTIRQD: usize = 2;
+
+/// Interrupt work traced by BPF, charged to the task (or CPU) that was
+/// `current` when it ran. All values are cumulative since the collector
+/// started; the model only ever looks at differences.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct IrqAcct {
+    /// Device hardirq handler time (irq_handler_entry/exit), outermost only.
+    pub hardirq_ns: u64,
+    pub hardirq_count: u64,
+    /// x86 system vectors (local timer, IPIs, irq_work...) from irq_vectors:*.
+    pub sysvec_ns: u64,
+    pub sysvec_count: u64,
+    /// Softirq time per [context][vector], nested hardirq time already removed.
+    pub softirq_ns: [[u64; NR_SOFTIRQS]; SOFTIRQ_CTX],
+    /// Softirq runs per vector, all contexts.
+    pub softirq_count: [u64; NR_SOFTIRQS],
+}
+
+/// One thread as seen in `/proc/<pid>/task/<tid>/{stat,schedstat,status}`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RawTask {
+    pub tgid: u32,
+    pub tid: u32,
+    /// `stat` field 22, clock ticks since boot. With `tid` it identifies a
+    /// task across PID reuse.
+    pub start_ticks: u64,
+    /// Re-read every sample, so it is fresh after exec.
+    pub comm: String,
+    pub uid: u32,
+    pub state: char,
+    /// `stat` fields 14/15 in clock ticks: what top computes %CPU from.
+    pub utime_ticks: u64,
+    pub stime_ticks: u64,
+    /// `schedstat` field 1 (`sum_exec_runtime`), nanoseconds on CPU.
+    pub on_cpu_ns: u64,
+    /// `schedstat` field 2, nanoseconds waiting on a runqueue.
+    pub run_delay_ns: u64,
+    /// `stat` field 39.
+    pub last_cpu: u32,
+    /// `Cpus_allowed_list` from status, e.g. "0-3,8".
+    pub affinity: String,
+    /// `true` for kernel threads (PF_KTHREAD / empty cmdline).
+    #[serde(default)]
+    pub kthread: bool,
+    /// BPF counters for this task, when the collector runs and the start
+    /// time matched (a reused TID never inherits a dead task's counters).
+    pub irq: Option<IrqAcct>,
+}
+
+/// `/proc/stat` per-CPU line, clock ticks.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+    pub guest: u64,
+    pub guest_nice: u64,
+}
+
+/// One row of `/proc/net/softnet_stat` (hex columns), cumulative.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Softnet {
+    pub processed: u64,
+    pub dropped: u64,
+    pub time_squeeze: u64,
+    pub received_rps: u64,
+    pub flow_limit: u64,
+}
+
+/// Per-CPU NET_RX/napi counters traced by BPF, cumulative.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct CpuNet {
+    /// NET_RX softirq runs (`net_rx_action` calls).
+    pub net_rx_actions: u64,
+    /// Time inside those runs, nested hardirqs removed.
+    pub net_rx_ns: u64,
+    /// NET_RX re-raised from inside NET_RX: budget or 2 ms ran out and
+    /// `net_rx_action` asked for another round (restart or ksoftirqd).
+    pub net_rx_restarts: u64,
+    /// Longest single NET_RX run seen since start (a high-water mark).
+    pub net_rx_max_ns: u64,
+    pub napi_polls: u64,
+    /// Packets (napi `work`) processed by those polls.
+    pub napi_work: u64,
+    /// Polls that used their whole budget (work == budget).
+    pub napi_budget_exhausted: u64,
+}
+
+/// One CPU.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RawCpu {
+    pub cpu: u32,
+    /// From `/sys/devices/system/cpu/online`; an offline CPU keeps its row
+    /// so that deltas across a hotplug are computed as "offline", not as 0.
+    pub online: bool,
+    pub times: Option<CpuTimes>,
+    pub softnet: Option<Softnet>,
+    /// BPF per-CPU interrupt accounting (all tasks on this CPU, idle included).
+    pub irq: Option<IrqAcct>,
+    pub net: Option<CpuNet>,
+    /// TID of `ksoftirqd/<cpu>`, if found.
+    pub ksoftirqd_tid: Option<u32>,
+}
+
+/// napi polls of one (device, napi instance) on one CPU, from `napi:napi_poll`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawNapi {
+    pub dev: String,
+    pub napi_id: u32,
+    pub cpu: u32,
+    pub polls: u64,
+    pub work: u64,
+    pub budget_exhausted: u64,
+    /// Budget seen on the last poll (64 unless changed).
+    pub budget: u32,
+}
+
+/// `/sys/class/net/<dev>/statistics`, cumulative.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawDevice {
+    pub name: String,
+    pub ifindex: u32,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_dropped: u64,
+}
+
+/// Cost and run count of one BPF program (`bpf_enable_stats`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ProgStat {
+    pub name: String,
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
+
+/// Collector health: nothing is ever dropped silently.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct BpfHealth {
+    /// Task hash full: a task's interrupt time could not be stored.
+    pub map_full: u64,
+    /// Nanoseconds of interrupt time lost to `map_full`.
+    pub map_full_ns: u64,
+    /// napi device table full.
+    pub napi_map_full: u64,
+    /// Exit events without a matching entry (collector attached mid-event,
+    /// or a missed tracepoint): their time is not counted.
+    pub unmatched_exits: u64,
+    /// Programs that did not run because another BPF program was running
+    /// on the CPU (kernel `recursion_misses`).
+    pub recursion_misses: u64,
+    pub programs: Vec<ProgStat>,
+    /// Tracepoints that could not be attached (absent on this kernel).
+    pub missing_tracepoints: Vec<String>,
+    /// "tp_btf" or "raw_tp".
+    pub attach_mode: String,
+}
+
+/// How interrupt time is charged on this kernel. Decides the arithmetic.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Regime {
+    /// `CONFIG_IRQ_TIME_ACCOUNTING=y`: irq time is removed from tasks'
+    /// runtime (it vanishes from every process but ksoftirqd).
+    IrqTimeAccounting,
+    /// Not set: the tick charges irq time to the interrupted task, top lies.
+    TickBased,
+    /// Could not read the kernel config; arithmetic assumes `TickBased` and
+    /// every output says so.
+    #[default]
+    Unknown,
+}
+
+/// Static facts about the host, recorded once per recording.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub boot_id: String,
+    pub regime: Regime,
+    /// Where the regime came from ("/proc/config.gz", "/boot/config-...").
+    pub regime_source: String,
+    pub clk_tck: u64,
+    /// Possible CPUs (highest CPU number + 1).
+    pub nr_cpus: u32,
+    /// NUMA node of each CPU (index = CPU), empty when unknown.
+    pub cpu_node: Vec<u32>,
+}
+
+/// Which data a sample has.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// BPF collector attached: interrupt time is traced.
+    Bpf,
+    /// `--no-bpf`: /proc only; interrupt columns are estimates.
+    #[default]
+    ProcOnly,
+}
+
+/// One snapshot of everything.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RawSample {
+    pub seq: u64,
+    /// CLOCK_MONOTONIC when the sample was taken; intervals come from here.
+    pub mono_ns: u64,
+    /// Wall clock (ms since the epoch), for display and replay navigation.
+    pub unix_ms: u64,
+    pub source: Source,
+    pub cpus: Vec<RawCpu>,
+    pub tasks: Vec<RawTask>,
+    pub napi: Vec<RawNapi>,
+    pub devices: Vec<RawDevice>,
+    pub health: Option<BpfHealth>,
+}

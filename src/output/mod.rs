@@ -1,0 +1,2 @@
+//! Batch text and JSON front ends.
+pub mod batch;

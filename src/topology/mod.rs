@@ -1,0 +1,1 @@
+//! Host topology: hwloc objects, NICs, queue IRQs, thread placement.
