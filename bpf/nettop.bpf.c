@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nettop: who really pays for interrupt work.
+ *
+ * Tracepoints only (tp_btf, with raw_tp twins for kernels where tp_btf does
+ * not load): fentry/kprobes are refused on lockdown=integrity kernels and
+ * nettop must work there. User space enables one twin of each pair.
+ *
+ * What is measured, per CPU and per task that was `current`:
+ *   - device hardirq time (irq_handler_entry/exit),
+ *   - x86 system vectors (irq_vectors:*: local timer, IPIs incl. the RPS
+ *     call_function_single, irq_work...), which device IRQ tracepoints miss,
+ *   - softirq time per vector with nested hardirq time removed, split by
+ *     where it ran (see "softirq provenance" below),
+ *   - NET_RX actions, restarts and napi polls per CPU and per napi.
+ *
+ * Cost rule: no hash update per event. Each CPU keeps a slot for the task
+ * that was current at its last event and adds to it; the slot is flushed
+ * into the per-task hash only when the current task changes, and at sample
+ * time (user space runs nettop_flush on every CPU with BPF_PROG_TEST_RUN).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "nettop.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+/* TID of ksoftirqd/<cpu>, filled in by user space before load. */
+const volatile __u32 ksoftirqd_tid[NT_MAX_CPUS] = {};
+/* Tests drive exact timelines: with test_clock set, now() is fake_now_ns. */
+const volatile bool test_clock = false;
+__u64 fake_now_ns = 0;
+
+/* Outermost hardirq kind: NT_KIND_DEVICE or an nt_sysvec index. */
+#define NT_KIND_DEVICE 255
+enum nt_sysvec {
+	SV_LOCAL_TIMER,
+	SV_RESCHEDULE,
+	SV_CALL_FUNCTION,
+	SV_CALL_FUNCTION_SINGLE,
+	SV_IRQ_WORK,
+	SV_X86_PLATFORM_IPI,
+	SV_SPURIOUS_APIC,
+	SV_ERROR_APIC,
+	SV_THERMAL_APIC,
+	SV_THRESHOLD_APIC,
+	SV_DEFERRED_ERROR_APIC,
+	SV_REBOOT,
+};
+
+/*
+ * Per-CPU transient state. Ownership decides safety without locks:
+ *   - hi_* fields are written only by hardirq-context programs. Hardirqs run
+ *     with interrupts off, so those programs never interleave on one CPU.
+ *   - si_* fields are written only by softirq-context programs. Softirqs do
+ *     not nest on a CPU, but a hardirq can interrupt them at any instruction.
+ *   - raised_* are written from both, with atomic or/and.
+ */
+struct cpu_state {
+	__u64 hi_start;		/* start of the outermost hardirq */
+	__u64 hi_total_ns;	/* all outermost hardirq time on this CPU, ever */
+	__u32 hi_depth;
+	__u32 hi_kind;
+	__u64 si_start;
+	__u64 si_hi_base;	/* hi_total_ns when the running softirq began */
+	__u32 si_vec;
+	__u32 si_ctx;
+	__u32 si_active;
+	__u32 _pad;
+	__u64 raised_irq;	/* vectors raised from hardirq context */
+	__u64 raised_task;	/* vectors raised from process context */
+};
+
+/*
+ * A per-CPU batch for one task. Slot 0 is used by hardirq programs, slot 1
+ * by softirq programs, so each slot has a single writer context. `busy`
+ * guards against the one remaining interleaving: the sample-time flush
+ * (which runs in IPI context, or locally with only preemption disabled)
+ * and a program touching the same slot. Whoever finds the slot busy backs
+ * off and counts what it could not attribute; nothing is lost silently.
+ */
+struct slot {
+	__u32 tid;
+	__u32 valid;
+	__u32 busy;
+	__u32 dirty;
+	struct nt_task val;	/* same layout as the hash value: inserted as is */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_state);
+} state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct slot);
+} slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_cpu);
+} cpu_stats SEC(".maps");
+
+/* Per-task totals keyed by TID; user space may resize before load and
+ * deletes entries of tasks that exited. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct nt_task);
+} tasks SEC(".maps");
+
+/* napi instances keyed by the napi_struct address (backlog napis of RPS
+ * have no device: each CPU's backlog is its own entry). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct nt_napi);
+} napis SEC(".maps");
+
+#define SLOT_HARDIRQ 0
+#define SLOT_SOFTIRQ 1
+#define ACCT_WORDS (sizeof(struct nt_acct) / sizeof(__u64))
+
+static __always_inline __u64 now(void)
+{
+	if (test_clock)
+		return fake_now_ns;
+	return bpf_ktime_get_ns();
+}
+
+static __always_inline struct cpu_state *get_state(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&state, &zero);
+}
+
+static __always_inline struct nt_cpu *get_cpu_stats(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_stats, &zero);
+}
+
+static __always_inline __u64 acct_total_ns(const struct nt_acct *a)
+{
+	__u64 sum = a->hardirq_ns + a->sysvec_ns;
+	for (int c = 0; c < NT_NR_CTX; c++)
+		for (int v = 0; v < NT_NR_SOFTIRQS; v++)
+			sum += a->softirq_ns[c][v];
+	return sum;
+}
+
+/* Adds a slot's batch to a task record. Another CPU may flush the same task
+ * at the same time (it migrated), hence atomic adds; most words are zero,
+ * so they are skipped. */
+static __always_inline void acct_add_atomic(struct nt_acct *dst, const struct nt_acct *src)
+{
+	__u64 *d = (__u64 *)dst;
+	const __u64 *s = (const __u64 *)src;
+
+	for (int i = 0; i < ACCT_WORDS; i++) {
+		__u64 v = s[i];
+		if (v)
+			__sync_fetch_and_add(&d[i], v);
+	}
+}
+
+/* Moves a slot's batch into the task hash. Caller holds s->busy. */
+static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
+{
+	struct nt_task *t;
+	__u32 tid = s->tid;
+	long err;
+
+	if (!s->dirty)
+		return;
+	t = bpf_map_lookup_elem(&tasks, &tid);
+	if (t && t->start_boottime == s->val.start_boottime) {
+		acct_add_atomic(&t->acct, &s->val.acct);
+	} else if (t && t->start_boottime > s->val.start_boottime) {
+		/* The TID already belongs to a newer task: this batch is from a
+		 * task that exited; its time is no longer anybody's. */
+	} else {
+		/* First batch of this task, or the TID was reused by a newer
+		 * task: (re)start the record from this batch. */
+		err = bpf_map_update_elem(&tasks, &tid, &s->val, t ? BPF_EXIST : BPF_NOEXIST);
+		if (err == -EEXIST) {
+			t = bpf_map_lookup_elem(&tasks, &tid);
+			if (t && t->start_boottime == s->val.start_boottime)
+				acct_add_atomic(&t->acct, &s->val.acct);
+		} else if (err) {
+			__sync_fetch_and_add(&cs->map_full, 1);
+			__sync_fetch_and_add(&cs->map_full_ns, acct_total_ns(&s->val.acct));
+		}
+	}
+	__builtin_memset(&s->val.acct, 0, sizeof(s->val.acct));
+	s->dirty = 0;
+}
+
+/*
+ * Returns slot `idx` claimed (busy) for the current task, flushing the
+ * previous task's batch first; NULL when the slot is being flushed.
+ */
+static __always_inline struct slot *claim_slot(__u32 idx, struct nt_cpu *cs)
+{
+	struct slot *s = bpf_map_lookup_elem(&slots, &idx);
+	__u64 id;
+	__u32 tid;
+
+	if (!s || s->busy)
+		return NULL;
+	s->busy = 1;
+	asm volatile("" ::: "memory");
+	id = bpf_get_current_pid_tgid();
+	tid = (__u32)id;
+	if (!s->valid || s->tid != tid) {
+		flush_slot(s, cs);
+		s->tid = tid;
+		s->val.tgid = id >> 32;
+		/* pid 0 is the per-CPU idle task: no start time. */
+		s->val.start_boottime = 0;
+		if (tid) {
+			struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+			s->val.start_boottime = BPF_CORE_READ(task, start_boottime);
+		}
+		s->valid = 1;
+	}
+	s->dirty = 1;
+	return s;
+}
+
+static __always_inline void release_slot(struct slot *s)
+{
+	asm volatile("" ::: "memory");
+	s->busy = 0;
+}
+
+static __always_inline void unattributed(struct nt_cpu *cs, __u64 ns)
+{
+	__sync_fetch_and_add(&cs->unattributed, 1);
+	__sync_fetch_and_add(&cs->unattributed_ns, ns);
+}
+
+/*
+ * Hardirq context as seen by our own entry/exit tracking. The preempt count
+ * would also catch untraced vectors, but its per-CPU symbol is not
+ * resolvable on every kernel (kallsyms hides it on this one), and every x86
+ * vector that raises softirqs in practice has a tracepoint we attach.
+ */
+static __always_inline bool in_hardirq_ctx(struct cpu_state *st)
+{
+	return st->hi_depth != 0;
+}
+
+/* ---------------------------------------------------------------- hardirq */
+
+/*
+ * Timing rule: only the outermost hardirq is timed. A nested hardirq (rare
+ * on x86, where handlers run with interrupts off) is inside the outer span
+ * already; counting it again would double count.
+ */
+static __always_inline int on_hardirq_entry(__u32 kind)
+{
+	struct cpu_state *st = get_state();
+
+	if (!st)
+		return 0;
+	if (st->hi_depth == 0) {
+		st->hi_start = now();
+		st->hi_kind = kind;
+	}
+	/* Bound the depth so a lost exit cannot wedge accounting forever. */
+	if (st->hi_depth < 8)
+		st->hi_depth++;
+	return 0;
+}
+
+static __always_inline int on_hardirq_exit(void)
+{
+	struct cpu_state *st = get_state();
+	struct nt_cpu *cs = get_cpu_stats();
+	struct slot *s;
+	__u64 d;
+	__u32 kind;
+
+	if (!st || !cs)
+		return 0;
+	if (st->hi_depth == 0) {
+		/* Attached between entry and exit: the span is unknown. */
+		__sync_fetch_and_add(&cs->unmatched_exits, 1);
+		return 0;
+	}
+	if (--st->hi_depth)
+		return 0;
+	d = now() - st->hi_start;
+	kind = st->hi_kind;
+	/* The running softirq (if any) subtracts this from its own span. */
+	st->hi_total_ns += d;
+
+	if (kind == NT_KIND_DEVICE) {
+		cs->acct.hardirq_ns += d;
+		cs->acct.hardirq_count++;
+	} else {
+		cs->acct.sysvec_ns += d;
+		cs->acct.sysvec_count++;
+		if (kind < NT_NR_SYSVEC_KINDS) {
+			cs->sysvec_kind_count[kind]++;
+			cs->sysvec_kind_ns[kind] += d;
+		}
+	}
+
+	s = claim_slot(SLOT_HARDIRQ, cs);
+	if (!s) {
+		unattributed(cs, d);
+		return 0;
+	}
+	if (kind == NT_KIND_DEVICE) {
+		s->val.acct.hardirq_ns += d;
+		s->val.acct.hardirq_count++;
+	} else {
+		s->val.acct.sysvec_ns += d;
+		s->val.acct.sysvec_count++;
+	}
+	release_slot(s);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(btf_irq_in, int irq)
+{
+	return on_hardirq_entry(NT_KIND_DEVICE);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(btf_irq_out, int irq)
+{
+	return on_hardirq_exit();
+}
+
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(raw_irq_in, int irq)
+{
+	return on_hardirq_entry(NT_KIND_DEVICE);
+}
+
+SEC("raw_tp/irq_handler_exit")
+int BPF_PROG(raw_irq_out, int irq)
+{
+	return on_hardirq_exit();
+}
+
+/* x86 system vectors: an entry/exit pair per vector, in both flavours. */
+#define SYSVEC(tp, short, kind)                                      \
+	SEC("tp_btf/" #tp "_entry")                                  \
+	int BPF_PROG(btf_##short##_in) { return on_hardirq_entry(kind); } \
+	SEC("tp_btf/" #tp "_exit")                                   \
+	int BPF_PROG(btf_##short##_out) { return on_hardirq_exit(); }   \
+	SEC("raw_tp/" #tp "_entry")                                  \
+	int BPF_PROG(raw_##short##_in) { return on_hardirq_entry(kind); } \
+	SEC("raw_tp/" #tp "_exit")                                   \
+	int BPF_PROG(raw_##short##_out) { return on_hardirq_exit(); }
+
+SYSVEC(local_timer, timer, SV_LOCAL_TIMER)
+SYSVEC(reschedule, resched, SV_RESCHEDULE)
+SYSVEC(call_function, callfn, SV_CALL_FUNCTION)
+SYSVEC(call_function_single, callfn1, SV_CALL_FUNCTION_SINGLE)
+SYSVEC(irq_work, irqwork, SV_IRQ_WORK)
+SYSVEC(x86_platform_ipi, platipi, SV_X86_PLATFORM_IPI)
+SYSVEC(spurious_apic, spurious, SV_SPURIOUS_APIC)
+SYSVEC(error_apic, errapic, SV_ERROR_APIC)
+SYSVEC(thermal_apic, thermal, SV_THERMAL_APIC)
+SYSVEC(threshold_apic, thresh, SV_THRESHOLD_APIC)
+SYSVEC(deferred_error_apic, deferr, SV_DEFERRED_ERROR_APIC)
+SYSVEC(reboot, reboot, SV_REBOOT)
+
+/* ---------------------------------------------------------------- softirq */
+
+/*
+ * Softirq provenance (tracepoint-only): every raise goes through
+ * __raise_softirq_irqoff() and fires irq:softirq_raise. A vector raised in
+ * hardirq context (device IRQ, RPS IPI, timer tick) is work that arrived by
+ * interrupt: when it runs in an ordinary task, that task is a victim
+ * (STOLEN) -- whether it runs in the irq tail or later when the task
+ * re-enables bottom halves. A vector raised in process context by the task
+ * itself (veth/loopback xmit, netif_rx from a syscall) is the task's own
+ * work done inline at local_bh_enable (INLINE). A raise from inside a
+ * running softirq (NET_RX re-raising itself when budget or time ran out)
+ * inherits that softirq's provenance. Anything run by ksoftirqd/N is
+ * KSOFTIRQD: top already shows it as ksoftirqd's time.
+ */
+static __always_inline int on_softirq_raise(__u32 vec)
+{
+	struct cpu_state *st;
+	__u64 bit;
+
+	if (vec >= NT_NR_SOFTIRQS)
+		return 0;
+	st = get_state();
+	if (!st)
+		return 0;
+	bit = 1ULL << vec;
+	if (in_hardirq_ctx(st)) {
+		__sync_fetch_and_or(&st->raised_irq, bit);
+	} else if (st->si_active) {
+		if (vec == NT_NET_RX && st->si_vec == NT_NET_RX) {
+			struct nt_cpu *cs = get_cpu_stats();
+			if (cs)
+				cs->net_rx_restarts++;
+		}
+		if (st->si_ctx == NT_CTX_INLINE)
+			__sync_fetch_and_or(&st->raised_task, bit);
+		else
+			__sync_fetch_and_or(&st->raised_irq, bit);
+	} else {
+		__sync_fetch_and_or(&st->raised_task, bit);
+	}
+	return 0;
+}
+
+/*
+ * Timing rule: softirq time = exit - entry - (hardirq time that ran inside).
+ * hi_total_ns is read before the entry timestamp and after the exit
+ * timestamp is taken, so a hardirq landing in the few instructions between
+ * the two reads can only make softirq time smaller, never count twice.
+ */
+static __always_inline int on_softirq_entry(__u32 vec)
+{
+	struct cpu_state *st;
+	struct nt_cpu *cs;
+	__u32 cpu, tid, ctx;
+	__u64 bit;
+
+	if (vec >= NT_NR_SOFTIRQS)
+		return 0;
+	st = get_state();
+	cs = get_cpu_stats();
+	if (!st || !cs)
+		return 0;
+	bit = 1ULL << vec;
+	cpu = bpf_get_smp_processor_id();
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (tid && cpu < NT_MAX_CPUS && tid == ksoftirqd_tid[cpu & (NT_MAX_CPUS - 1)]) {
+		ctx = NT_CTX_KSOFTIRQD;
+	} else if (st->raised_irq & bit) {
+		ctx = NT_CTX_STOLEN;
+	} else if (st->raised_task & bit) {
+		ctx = NT_CTX_INLINE;
+	} else {
+		/* Raised before we attached: assume the common case. */
+		ctx = NT_CTX_STOLEN;
+		__sync_fetch_and_add(&cs->unknown_raise, 1);
+	}
+	/* handle_softirqs() cleared the pending bit before calling us: this
+	 * run consumes the raise. */
+	__sync_fetch_and_and(&st->raised_irq, ~bit);
+	__sync_fetch_and_and(&st->raised_task, ~bit);
+
+	st->si_vec = vec;
+	st->si_ctx = ctx;
+	st->si_active = 1;
+	st->si_hi_base = st->hi_total_ns;
+	asm volatile("" ::: "memory");
+	st->si_start = now();
+	return 0;
+}
+
+static __always_inline int on_softirq_exit(__u32 vec)
+{
+	struct cpu_state *st = get_state();
+	struct nt_cpu *cs = get_cpu_stats();
+	struct slot *s;
+	__u64 t1, span, nested, d;
+	__u32 ctx;
+
+	if (!st || !cs || vec >= NT_NR_SOFTIRQS)
+		return 0;
+	if (!st->si_active || st->si_vec != vec) {
+		__sync_fetch_and_add(&cs->unmatched_exits, 1);
+		st->si_active = 0;
+		return 0;
+	}
+	t1 = now();
+	asm volatile("" ::: "memory");
+	nested = st->hi_total_ns - st->si_hi_base;
+	span = t1 - st->si_start;
+	d = span > nested ? span - nested : 0;
+	ctx = st->si_ctx;
+	st->si_active = 0;
+	if (ctx >= NT_NR_CTX)
+		return 0;
+
+	cs->acct.softirq_ns[ctx][vec] += d;
+	cs->acct.softirq_count[vec]++;
+	if (vec == NT_NET_RX) {
+		cs->net_rx_actions++;
+		cs->net_rx_ns += d;
+		if (d > cs->net_rx_max_ns)
+			cs->net_rx_max_ns = d;
+	}
+
+	s = claim_slot(SLOT_SOFTIRQ, cs);
+	if (!s) {
+		unattributed(cs, d);
+		return 0;
+	}
+	s->val.acct.softirq_ns[ctx][vec] += d;
+	s->val.acct.softirq_count[vec]++;
+	release_slot(s);
+	return 0;
+}
+
+SEC("tp_btf/softirq_raise")
+int BPF_PROG(btf_si_raise, unsigned int vec)
+{
+	return on_softirq_raise(vec);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(btf_si_in, unsigned int vec)
+{
+	return on_softirq_entry(vec);
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(btf_si_out, unsigned int vec)
+{
+	return on_softirq_exit(vec);
+}
+
+SEC("raw_tp/softirq_raise")
+int BPF_PROG(raw_si_raise, unsigned int vec)
+{
+	return on_softirq_raise(vec);
+}
+
+SEC("raw_tp/softirq_entry")
+int BPF_PROG(raw_si_in, unsigned int vec)
+{
+	return on_softirq_entry(vec);
+}
+
+SEC("raw_tp/softirq_exit")
+int BPF_PROG(raw_si_out, unsigned int vec)
+{
+	return on_softirq_exit(vec);
+}
+
+/* ------------------------------------------------------------------- napi */
+
+static __always_inline int on_napi_poll(struct napi_struct *napi, int work, int budget)
+{
+	struct nt_cpu *cs = get_cpu_stats();
+	struct nt_napi *v;
+	__u64 key = (__u64)napi;
+
+	if (!cs)
+		return 0;
+	cs->napi_polls++;
+	if (work > 0)
+		cs->napi_work += work;
+	if (budget > 0 && work >= budget)
+		cs->napi_budget_exhausted++;
+
+	v = bpf_map_lookup_elem(&napis, &key);
+	if (!v) {
+		struct nt_napi init = {};
+		struct net_device *dev = BPF_CORE_READ(napi, dev);
+
+		if (dev)
+			BPF_CORE_READ_STR_INTO(&init.dev, dev, name);
+		else
+			__builtin_memcpy(init.dev, "backlog", 8);
+		init.napi_id = BPF_CORE_READ(napi, napi_id);
+		/* EEXIST (another CPU inserted it) is fine; a full map shows
+		 * up as the lookup below failing. */
+		bpf_map_update_elem(&napis, &key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&napis, &key);
+		if (!v) {
+			__sync_fetch_and_add(&cs->napi_map_full, 1);
+			return 0;
+		}
+	}
+	v->polls++;
+	if (work > 0)
+		v->work += work;
+	if (budget > 0 && work >= budget)
+		v->budget_exhausted++;
+	v->budget = budget;
+	return 0;
+}
+
+SEC("tp_btf/napi_poll")
+int BPF_PROG(btf_napi_poll, struct napi_struct *napi, int work, int budget)
+{
+	return on_napi_poll(napi, work, budget);
+}
+
+SEC("raw_tp/napi_poll")
+int BPF_PROG(raw_napi_poll, struct napi_struct *napi, int work, int budget)
+{
+	return on_napi_poll(napi, work, budget);
+}
+
+/* ------------------------------------------------------------------ flush */
+
+/*
+ * Run by user space on each CPU (BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_RUN_ON_CPU) right before reading the task hash, so batches of
+ * a task that stays current (a pinned victim) reach the hash. Totals in the
+ * hash only ever grow, so a read racing with a flush sees a slightly older
+ * total, never a double count or a negative delta.
+ */
+static __always_inline void flush_one(__u32 idx, struct nt_cpu *cs)
+{
+	struct slot *s = bpf_map_lookup_elem(&slots, &idx);
+
+	if (!s)
+		return;
+	if (s->busy) {
+		/* We interrupted a program using it: next sample. */
+		__sync_fetch_and_add(&cs->flush_deferred, 1);
+		return;
+	}
+	s->busy = 1;
+	asm volatile("" ::: "memory");
+	flush_slot(s, cs);
+	release_slot(s);
+}
+
+SEC("raw_tp")
+int nettop_flush(void *ctx)
+{
+	struct nt_cpu *cs = get_cpu_stats();
+
+	if (!cs)
+		return 0;
+	/* Written out, not looped: the key must live on the stack. */
+	flush_one(SLOT_HARDIRQ, cs);
+	flush_one(SLOT_SOFTIRQ, cs);
+	return 0;
+}

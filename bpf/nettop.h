@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Types shared by nettop.bpf.c and src/collector/bpf.rs. The Rust side keeps
+ * #[repr(C)] mirrors and checks their sizes against the maps' value sizes at
+ * load time, so a change here that is not made there fails loudly.
+ *
+ * Every field is a __u64 (or a pair of __u32) so the layout has no padding.
+ */
+#ifndef __NETTOP_H
+#define __NETTOP_H
+
+#define NT_NR_SOFTIRQS 10
+#define NT_NR_CTX 3
+#define NT_CTX_STOLEN 0
+#define NT_CTX_INLINE 1
+#define NT_CTX_KSOFTIRQD 2
+
+#define NT_MAX_CPUS 1024
+#define NT_NR_SYSVEC_KINDS 12
+#define NT_NET_RX 3
+
+/* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
+struct nt_acct {
+	__u64 hardirq_ns;
+	__u64 hardirq_count;
+	__u64 sysvec_ns;
+	__u64 sysvec_count;
+	__u64 softirq_ns[NT_NR_CTX][NT_NR_SOFTIRQS];
+	__u64 softirq_count[NT_NR_SOFTIRQS];
+};
+
+/* Value of the per-task hash, keyed by TID. */
+struct nt_task {
+	/* task->start_boottime: tells a reused TID from the task we counted. */
+	__u64 start_boottime;
+	__u32 tgid;
+	__u32 _pad;
+	struct nt_acct acct;
+};
+
+/* Per-CPU cumulative counters (PERCPU_ARRAY, one slot). */
+struct nt_cpu {
+	struct nt_acct acct;
+	/* NET_RX and napi, see model::raw::CpuNet */
+	__u64 net_rx_actions;
+	__u64 net_rx_ns;
+	__u64 net_rx_restarts;
+	__u64 net_rx_max_ns;
+	__u64 napi_polls;
+	__u64 napi_work;
+	__u64 napi_budget_exhausted;
+	/* health: nothing is dropped silently */
+	__u64 map_full;
+	__u64 map_full_ns;
+	__u64 napi_map_full;
+	__u64 unmatched_exits;
+	/* interrupt time that hit while its slot was being flushed: counted
+	 * per CPU, not per task */
+	__u64 unattributed;
+	__u64 unattributed_ns;
+	/* a slot still busy when the sample-time flush ran (flushed next time) */
+	__u64 flush_deferred;
+	/* softirq runs whose raise was not seen (collector attached meanwhile) */
+	__u64 unknown_raise;
+	/* count per system vector kind (see enum nt_sysvec in nettop.bpf.c) */
+	__u64 sysvec_kind_count[NT_NR_SYSVEC_KINDS];
+	__u64 sysvec_kind_ns[NT_NR_SYSVEC_KINDS];
+};
+
+/* Per-CPU napi counters, keyed by the napi_struct address. */
+struct nt_napi {
+	char dev[16];
+	__u32 napi_id;
+	__u32 budget;
+	__u64 polls;
+	__u64 work;
+	__u64 budget_exhausted;
+};
+
+#endif /* __NETTOP_H */

@@ -1,0 +1,593 @@
+//! Loads `bpf/nettop.bpf.c`, attaches it, and reads its counters back as raw
+//! cumulative values. No arithmetic beyond unit conversion happens here: the
+//! model owns every delta and percentage.
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+
+use crate::cpuset::CpuSet;
+use crate::model::raw::{BpfHealth, CpuNet, IrqAcct, NR_SOFTIRQS, ProgStat, RawNapi, SOFTIRQ_CTX};
+
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unsafe_op_in_unsafe_fn
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/nettop.skel.rs"));
+}
+
+use skel::{NettopSkel, NettopSkelBuilder, types};
+
+/// `BPF_F_TEST_RUN_ON_CPU` from uapi/linux/bpf.h.
+const BPF_F_TEST_RUN_ON_CPU: u32 = 1 << 0;
+/// Must match NT_MAX_CPUS in bpf/nettop.h.
+const MAX_CPUS: usize = 1024;
+
+/// Which program flavour is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachMode {
+    /// BTF-typed raw tracepoints: cheapest, needs BTF and BPF trampolines.
+    TpBtf,
+    /// Plain raw tracepoints: the fallback for kernels where tp_btf fails.
+    RawTp,
+}
+
+impl AttachMode {
+    fn prefix(self) -> &'static str {
+        match self {
+            AttachMode::TpBtf => "tp_btf",
+            AttachMode::RawTp => "raw_tp",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BpfOptions {
+    /// (cpu, tid) of every ksoftirqd thread, so softirq run there is told apart.
+    pub ksoftirqd: Vec<(u32, u32)>,
+    /// Force a flavour; `None` tries tp_btf first, then raw_tp.
+    pub mode: Option<AttachMode>,
+    /// Keep `kernel.bpf_stats_enabled` on while we run (via an fd the kernel
+    /// drops when we exit, even on kill -9), so per-program cost is reported.
+    pub stats: bool,
+    /// Tests: load raw_tp programs with the fake clock and attach nothing.
+    pub test_clock: bool,
+    /// Maximum number of tasks tracked (hash size).
+    pub max_tasks: Option<u32>,
+}
+
+/// Per-task counters as the BPF hash holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCounters {
+    pub tgid: u32,
+    /// `task->start_boottime`, nanoseconds; 0 for idle.
+    pub start_boottime_ns: u64,
+    pub acct: IrqAcct,
+}
+
+/// Per-CPU counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuCounters {
+    pub acct: IrqAcct,
+    pub net: CpuNet,
+    /// Counts per x86 system vector kind, order of `SYSVEC_KINDS`.
+    pub sysvec_kind_count: Vec<u64>,
+    pub health: CpuHealth,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuHealth {
+    pub map_full: u64,
+    pub map_full_ns: u64,
+    pub napi_map_full: u64,
+    pub unmatched_exits: u64,
+    pub unattributed: u64,
+    pub unattributed_ns: u64,
+    pub flush_deferred: u64,
+    pub unknown_raise: u64,
+}
+
+/// System vector kinds in the order of `enum nt_sysvec` in the BPF program.
+pub const SYSVEC_KINDS: [&str; 12] = [
+    "local_timer",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "irq_work",
+    "x86_platform_ipi",
+    "spurious_apic",
+    "error_apic",
+    "thermal_apic",
+    "threshold_apic",
+    "deferred_error_apic",
+    "reboot",
+];
+
+/// Everything read in one sample.
+#[derive(Debug, Clone, Default)]
+pub struct Readout {
+    /// Index = CPU number (possible CPUs).
+    pub cpus: Vec<CpuCounters>,
+    pub tasks: HashMap<u32, TaskCounters>,
+    pub napi: Vec<RawNapi>,
+    pub health: BpfHealth,
+}
+
+pub struct BpfCollector {
+    skel: NettopSkel<'static>,
+    /// Kept alive: dropping a link detaches its program.
+    _links: Vec<Link>,
+    mode: AttachMode,
+    missing: Vec<String>,
+    /// Holds `bpf_stats_enabled` on; the kernel restores it when closed.
+    _stats_fd: Option<OwnedFd>,
+}
+
+/// Checks what a BPF load needs and says how to fix what is missing.
+pub fn preflight() -> Result<()> {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        bail!(
+            "no kernel BTF (/sys/kernel/btf/vmlinux is missing): the BPF collector needs a kernel \
+             built with CONFIG_DEBUG_INFO_BTF=y; use --no-bpf for /proc-only estimates"
+        );
+    }
+    if !has_bpf_caps() {
+        bail!(
+            "not allowed to load BPF: run as root, or grant CAP_BPF and CAP_PERFMON \
+             (sudo setcap cap_bpf,cap_perfmon+ep $(command -v nettop)); or use --no-bpf \
+             for /proc-only estimates"
+        );
+    }
+    Ok(())
+}
+
+/// CAP_SYS_ADMIN, or CAP_BPF together with CAP_PERFMON, in the effective set.
+fn has_bpf_caps() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |c: u32| eff & (1u64 << c) != 0;
+    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+}
+
+/// Tracepoints this kernel has, from the `btf_trace_<name>` typedefs that
+/// every tracepoint leaves in vmlinux BTF (no tracefs mount needed).
+fn available_tracepoints(names: &[String]) -> Result<Vec<String>> {
+    let btf = libbpf_rs::btf::Btf::from_vmlinux().context("reading /sys/kernel/btf/vmlinux")?;
+    Ok(names
+        .iter()
+        .filter(|n| {
+            btf.type_by_name::<libbpf_rs::btf::BtfType<'_>>(&format!("btf_trace_{n}"))
+                .is_some()
+        })
+        .cloned()
+        .collect())
+}
+
+/// Tracepoints whose entry and exit must be attached together, or neither:
+/// an entry without its exit would leave the nesting depth stuck.
+fn paired(tp: &str) -> Option<String> {
+    if let Some(base) = tp.strip_suffix("_entry") {
+        return Some(format!("{base}_exit"));
+    }
+    tp.strip_suffix("_exit").map(|base| format!("{base}_entry"))
+}
+
+impl BpfCollector {
+    /// Loads and attaches, tp_btf first and raw_tp as the fallback.
+    pub fn open(opts: &BpfOptions) -> Result<Self> {
+        preflight()?;
+        let modes = match opts.mode {
+            Some(m) => vec![m],
+            None if opts.test_clock => vec![AttachMode::RawTp],
+            None => vec![AttachMode::TpBtf, AttachMode::RawTp],
+        };
+        let mut errors = Vec::new();
+        for mode in modes {
+            match Self::open_mode(opts, mode) {
+                Ok(c) => return Ok(c),
+                Err(e) => errors.push(format!("{}: {e:#}", mode.prefix())),
+            }
+        }
+        Err(anyhow!(
+            "could not load the BPF collector ({}); use --no-bpf for /proc-only estimates",
+            errors.join("; ")
+        ))
+    }
+
+    fn open_mode(opts: &BpfOptions, mode: AttachMode) -> Result<Self> {
+        // The skeleton borrows its OpenObject for its whole life; the
+        // collector lives as long as the process, so the object is leaked
+        // once per load instead of making BpfCollector self-referential.
+        let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = NettopSkelBuilder::default()
+            .open(object)
+            .context("opening the BPF object")?;
+
+        if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+            for &(cpu, tid) in &opts.ksoftirqd {
+                if let Some(slot) = ro.ksoftirqd_tid.get_mut(cpu as usize) {
+                    *slot = tid;
+                }
+            }
+            ro.test_clock = opts.test_clock;
+        }
+        if let Some(n) = opts.max_tasks {
+            open.maps
+                .tasks
+                .set_max_entries(n)
+                .context("sizing the task map")?;
+        }
+
+        // Decide which programs load: the flavour's twins whose tracepoints
+        // exist, entry/exit pairs together, plus the flush program.
+        let sections: Vec<String> = open
+            .open_object_mut()
+            .progs()
+            .map(|p| p.section().to_string_lossy().into_owned())
+            .collect();
+        let wanted_tps: Vec<String> = sections
+            .iter()
+            .filter_map(|s| s.strip_prefix(&format!("{}/", mode.prefix())))
+            .map(str::to_string)
+            .collect();
+        let present = available_tracepoints(&wanted_tps)?;
+        let usable = |tp: &str| {
+            present.iter().any(|p| p == tp)
+                && paired(tp).is_none_or(|other| present.iter().any(|p| *p == other))
+        };
+        let missing: Vec<String> = wanted_tps.iter().filter(|tp| !usable(tp)).cloned().collect();
+        for core in ["softirq_entry", "softirq_exit", "softirq_raise"] {
+            if !usable(core) {
+                bail!("this kernel has no {core} tracepoint; nettop cannot account softirq time");
+            }
+        }
+        for mut prog in open.open_object_mut().progs_mut() {
+            let section = prog.section().to_string_lossy().into_owned();
+            let load = match section.split_once('/') {
+                Some((flavour, tp)) => flavour == mode.prefix() && usable(tp),
+                None => section == "raw_tp",
+            };
+            prog.set_autoload(load);
+        }
+
+        let skel = open.load().context("loading BPF programs")?;
+
+        let stats_fd = if opts.stats {
+            // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
+            let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+            if fd < 0 {
+                bail!("enabling BPF run-time statistics failed (errno {})", -fd);
+            }
+            // SAFETY: fd was just returned by the kernel and is owned by nobody else.
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        } else {
+            None
+        };
+
+        let mut links = Vec::new();
+        if !opts.test_clock {
+            for prog in skel.object().progs_mut() {
+                let section = prog.section().to_string_lossy().into_owned();
+                if !prog.autoload() || section == "raw_tp" {
+                    continue;
+                }
+                let link = prog
+                    .attach()
+                    .with_context(|| format!("attaching {section}"))?;
+                links.push(link);
+            }
+        }
+        Ok(Self {
+            skel,
+            _links: links,
+            mode,
+            missing,
+            _stats_fd: stats_fd,
+        })
+    }
+
+    pub fn mode(&self) -> AttachMode {
+        self.mode
+    }
+
+    /// Runs the flush program on each CPU so batches held in per-CPU slots
+    /// reach the task hash before it is read.
+    pub fn flush(&self, cpus: &CpuSet) {
+        for cpu in cpus.iter() {
+            let input = libbpf_rs::ProgramInput {
+                cpu,
+                flags: BPF_F_TEST_RUN_ON_CPU,
+                ..Default::default()
+            };
+            // A CPU that just went offline refuses the run: its slots are
+            // flushed on the next sample it is back, nothing is lost.
+            let _ = self.skel.progs.nettop_flush.test_run(input);
+        }
+    }
+
+    /// Reads all counters. `online` are the CPUs to flush first.
+    pub fn read(&self, online: &CpuSet) -> Result<Readout> {
+        self.flush(online);
+        let mut out = Readout {
+            cpus: self.read_cpus()?,
+            tasks: self.read_tasks()?,
+            napi: self.read_napi()?,
+            ..Default::default()
+        };
+        let mut h = BpfHealth {
+            attach_mode: self.mode.prefix().to_string(),
+            missing_tracepoints: self.missing.clone(),
+            ..Default::default()
+        };
+        for c in &out.cpus {
+            h.map_full += c.health.map_full;
+            h.map_full_ns += c.health.map_full_ns;
+            h.napi_map_full += c.health.napi_map_full;
+            h.unmatched_exits += c.health.unmatched_exits;
+        }
+        h.programs = self.prog_stats();
+        h.recursion_misses = self.recursion_misses();
+        out.health = h;
+        Ok(out)
+    }
+
+    fn read_cpus(&self) -> Result<Vec<CpuCounters>> {
+        let key = 0u32.to_ne_bytes();
+        let values = self
+            .skel
+            .maps
+            .cpu_stats
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("reading per-CPU counters")?
+            .unwrap_or_default();
+        Ok(values
+            .iter()
+            .map(|bytes| {
+                let v: types::nt_cpu = from_bytes(bytes).unwrap_or_default();
+                CpuCounters {
+                    acct: acct_from(&v.acct),
+                    net: CpuNet {
+                        net_rx_actions: v.net_rx_actions,
+                        net_rx_ns: v.net_rx_ns,
+                        net_rx_restarts: v.net_rx_restarts,
+                        net_rx_max_ns: v.net_rx_max_ns,
+                        napi_polls: v.napi_polls,
+                        napi_work: v.napi_work,
+                        napi_budget_exhausted: v.napi_budget_exhausted,
+                    },
+                    sysvec_kind_count: v.sysvec_kind_count.to_vec(),
+                    health: CpuHealth {
+                        map_full: v.map_full,
+                        map_full_ns: v.map_full_ns,
+                        napi_map_full: v.napi_map_full,
+                        unmatched_exits: v.unmatched_exits,
+                        unattributed: v.unattributed,
+                        unattributed_ns: v.unattributed_ns,
+                        flush_deferred: v.flush_deferred,
+                        unknown_raise: v.unknown_raise,
+                    },
+                }
+            })
+            .collect())
+    }
+
+    fn read_tasks(&self) -> Result<HashMap<u32, TaskCounters>> {
+        let map = &self.skel.maps.tasks;
+        let mut out = HashMap::new();
+        for key in map.keys() {
+            let Some(bytes) = map.lookup(&key, MapFlags::ANY).context("reading the task map")? else {
+                continue; // deleted between keys() and lookup()
+            };
+            let (Some(tid), Some(v)) = (u32_from(&key), from_bytes::<types::nt_task>(&bytes)) else {
+                continue;
+            };
+            out.insert(
+                tid,
+                TaskCounters {
+                    tgid: v.tgid,
+                    start_boottime_ns: v.start_boottime,
+                    acct: acct_from(&v.acct),
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    fn read_napi(&self) -> Result<Vec<RawNapi>> {
+        let map = &self.skel.maps.napis;
+        let mut out = Vec::new();
+        for key in map.keys() {
+            let Some(per_cpu) = map
+                .lookup_percpu(&key, MapFlags::ANY)
+                .context("reading the napi map")?
+            else {
+                continue;
+            };
+            let vals: Vec<types::nt_napi> = per_cpu.iter().filter_map(|b| from_bytes(b)).collect();
+            // Only the CPU that inserted the entry has the name.
+            let name = vals
+                .iter()
+                .map(|v| c_str(&v.dev))
+                .find(|n| !n.is_empty())
+                .unwrap_or_default();
+            let napi_id = vals.iter().map(|v| v.napi_id).max().unwrap_or(0);
+            for (cpu, v) in vals.iter().enumerate() {
+                if v.polls == 0 {
+                    continue;
+                }
+                out.push(RawNapi {
+                    dev: name.clone(),
+                    napi_id,
+                    cpu: cpu as u32,
+                    polls: v.polls,
+                    work: v.work,
+                    budget_exhausted: v.budget_exhausted,
+                    budget: v.budget,
+                });
+            }
+        }
+        out.sort_by(|a, b| (&a.dev, a.napi_id, a.cpu).cmp(&(&b.dev, b.napi_id, b.cpu)));
+        Ok(out)
+    }
+
+    /// Drops per-task records of tasks that exited, so the hash never fills
+    /// with the dead.
+    pub fn forget(&self, tids: &[u32]) {
+        for tid in tids {
+            let _ = self.skel.maps.tasks.delete(&tid.to_ne_bytes());
+        }
+    }
+
+    fn prog_infos(&self) -> Vec<(String, libbpf_sys::bpf_prog_info)> {
+        let mut out = Vec::new();
+        for prog in self.skel.object().progs() {
+            if !prog.autoload() {
+                continue;
+            }
+            let mut info = libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+            // SAFETY: info is a properly sized, writable bpf_prog_info and len says so;
+            // the fd is a live program fd borrowed from the skeleton.
+            let rc = unsafe {
+                libbpf_sys::bpf_prog_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    &mut info,
+                    &mut len,
+                )
+            };
+            if rc == 0 {
+                out.push((prog.name().to_string_lossy().into_owned(), info));
+            }
+        }
+        out
+    }
+
+    /// Run count and time per program (time stays 0 unless stats are on).
+    pub fn prog_stats(&self) -> Vec<ProgStat> {
+        self.prog_infos()
+            .into_iter()
+            .filter(|(name, _)| name != "nettop_flush")
+            .map(|(name, i)| ProgStat {
+                name,
+                run_cnt: i.run_cnt,
+                run_time_ns: i.run_time_ns,
+            })
+            .collect()
+    }
+
+    fn recursion_misses(&self) -> u64 {
+        self.prog_infos().iter().map(|(_, i)| i.recursion_misses).sum()
+    }
+
+    // ---- test support: drive the state machine with exact timelines ----
+
+    /// Sets the fake clock (only meaningful with `test_clock`).
+    pub fn set_fake_now(&mut self, ns: u64) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.fake_now_ns = ns;
+        }
+    }
+
+    /// Runs the loaded program attached to `tracepoint` (`raw_tp` flavour)
+    /// on `cpu` with the tracepoint's arguments.
+    pub fn run_tracepoint(&self, tracepoint: &str, cpu: u32, args: &[u64]) -> Result<()> {
+        let section = format!("{}/{tracepoint}", self.mode.prefix());
+        let prog = self
+            .skel
+            .object()
+            .progs_mut()
+            .find(|p| p.section().to_string_lossy() == section && p.autoload())
+            .ok_or_else(|| anyhow!("no loaded program for {section}"))?;
+        let mut ctx: Vec<u8> = args.iter().flat_map(|a| a.to_ne_bytes()).collect();
+        let input = libbpf_rs::ProgramInput {
+            context_in: Some(&mut ctx),
+            cpu,
+            flags: BPF_F_TEST_RUN_ON_CPU,
+            ..Default::default()
+        };
+        prog.test_run(input)
+            .with_context(|| format!("test run of {section} on cpu {cpu}"))?;
+        Ok(())
+    }
+
+    /// Unflushed per-CPU state is exposed to tests through `read`.
+    pub fn max_cpus() -> usize {
+        MAX_CPUS
+    }
+}
+
+fn acct_from(a: &types::nt_acct) -> IrqAcct {
+    let mut softirq_ns = [[0u64; NR_SOFTIRQS]; SOFTIRQ_CTX];
+    for (dst, src) in softirq_ns.iter_mut().zip(a.softirq_ns.iter()) {
+        dst.copy_from_slice(src);
+    }
+    IrqAcct {
+        hardirq_ns: a.hardirq_ns,
+        hardirq_count: a.hardirq_count,
+        sysvec_ns: a.sysvec_ns,
+        sysvec_count: a.sysvec_count,
+        softirq_ns,
+        softirq_count: a.softirq_count,
+    }
+}
+
+/// Plain-old-data read of a map value. `None` when the buffer is short (a
+/// mismatch between bpf/nettop.h and the skeleton would show up here).
+fn from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: the buffer holds at least size_of::<T>() bytes, read_unaligned
+    // has no alignment requirement, and T is only ever one of the skeleton's
+    // #[repr(C)] integer-only structs, for which every bit pattern is valid.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+fn u32_from(bytes: &[u8]) -> Option<u32> {
+    Some(u32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
+}
+
+fn c_str(raw: &[i8]) -> String {
+    let bytes: Vec<u8> = raw.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_and_exit_are_paired() {
+        assert_eq!(paired("local_timer_entry").as_deref(), Some("local_timer_exit"));
+        assert_eq!(paired("irq_handler_exit").as_deref(), Some("irq_handler_entry"));
+        assert_eq!(paired("softirq_raise"), None);
+    }
+
+    #[test]
+    fn short_buffers_are_refused() {
+        assert!(from_bytes::<types::nt_task>(&[0u8; 8]).is_none());
+        assert_eq!(u32_from(&[1, 0, 0, 0]), Some(1));
+        assert_eq!(c_str(&[b'e' as i8, b't' as i8, 0, b'x' as i8]), "et");
+    }
+}

@@ -1,0 +1,104 @@
+//! The collector attached to the live kernel: real tracepoints, real traffic.
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use nettop::collector::bpf::{AttachMode, BpfCollector, BpfOptions};
+use nettop::cpuset::CpuSet;
+use nettop::model::raw::{CTX_INLINE, NET_RX};
+
+fn live_or_skip(mode: Option<AttachMode>) -> Option<BpfCollector> {
+    let required = std::env::var("NETTOP_REQUIRE_BPF").is_ok_and(|v| v == "1");
+    match BpfCollector::open(&BpfOptions {
+        mode,
+        stats: true,
+        ..Default::default()
+    }) {
+        Ok(c) => Some(c),
+        Err(e) if required => panic!("NETTOP_REQUIRE_BPF=1 but BPF is unavailable: {e:#}"),
+        Err(e) => {
+            eprintln!("SKIPPED: live BPF tests need root and BTF: {e:#}");
+            None
+        }
+    }
+}
+
+fn all_cpus() -> CpuSet {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    CpuSet::from_cpus(0..n)
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// Loopback UDP sent by this thread is received by NET_RX raised in this
+/// thread's own syscall and run at its local_bh_enable: inline work, never
+/// stolen. Checks both program flavours.
+fn loopback_is_inline(mode: AttachMode) {
+    let Some(c) = live_or_skip(Some(mode)) else { return };
+    assert_eq!(c.mode(), mode);
+    let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let dst = rx.local_addr().expect("addr");
+    rx.set_nonblocking(true).expect("nonblocking");
+    let before = c.read(&all_cpus()).expect("read");
+    let payload = [0u8; 512];
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let mut sent = 0u64;
+    let mut buf = [0u8; 1024];
+    while Instant::now() < deadline {
+        for _ in 0..64 {
+            if tx.send_to(&payload, dst).is_ok() {
+                sent += 1;
+            }
+        }
+        while rx.recv(&mut buf).is_ok() {}
+    }
+    let after = c.read(&all_cpus()).expect("read");
+    assert!(sent > 1000, "sent only {sent} datagrams");
+
+    let me = after.tasks.get(&gettid()).expect("this thread ran NET_RX inline");
+    let was = before.tasks.get(&gettid()).map_or(0, |t| t.acct.softirq_ns[CTX_INLINE][NET_RX]);
+    let inline_ns = me.acct.softirq_ns[CTX_INLINE][NET_RX] - was;
+    assert!(inline_ns > 0, "no inline NET_RX time charged to the sender");
+    let actions: u64 = after.cpus.iter().map(|c| c.net.net_rx_actions).sum::<u64>()
+        - before.cpus.iter().map(|c| c.net.net_rx_actions).sum::<u64>();
+    assert!(actions > 0, "no NET_RX actions seen");
+    let polls: u64 = after.napi.iter().filter(|n| n.dev == "backlog").map(|n| n.polls).sum();
+    assert!(polls > 0, "loopback goes through the backlog napi: {:?}", after.napi);
+    let softirq_runs: u64 = after.health.programs.iter().filter(|p| p.name.ends_with("si_out")).map(|p| p.run_cnt).sum();
+    assert!(softirq_runs > 0, "bpf_stats reports run counts: {:?}", after.health.programs);
+    eprintln!(
+        "{mode:?}: {sent} datagrams, inline NET_RX {inline_ns} ns in this thread, {actions} NET_RX actions"
+    );
+}
+
+#[test]
+fn loopback_is_inline_tp_btf() {
+    loopback_is_inline(AttachMode::TpBtf);
+}
+
+#[test]
+fn loopback_is_inline_raw_tp() {
+    loopback_is_inline(AttachMode::RawTp);
+}
+
+#[test]
+fn timer_ticks_are_seen_as_system_vectors() {
+    let Some(c) = live_or_skip(None) else { return };
+    let before = c.read(&all_cpus()).expect("read");
+    // Spin so the tick lands on this thread.
+    let end = Instant::now() + Duration::from_millis(200);
+    let mut x = 0u64;
+    while Instant::now() < end {
+        x = x.wrapping_add(1);
+    }
+    std::hint::black_box(x);
+    let after = c.read(&all_cpus()).expect("read");
+    let ticks: u64 = after.cpus.iter().map(|c| c.sysvec_kind_count[0]).sum::<u64>()
+        - before.cpus.iter().map(|c| c.sysvec_kind_count[0]).sum::<u64>();
+    assert!(ticks > 0, "no local timer interrupts seen in 200 ms");
+    assert_eq!(after.health.map_full, 0);
+}

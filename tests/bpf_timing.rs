@@ -1,0 +1,198 @@
+//! The BPF program's timing rules, checked in the kernel: the raw_tp
+//! programs are loaded with the fake clock and driven through
+//! BPF_PROG_TEST_RUN on this thread's CPU, so every timestamp and every
+//! `current` is known and the expected nanoseconds are exact.
+
+use nettop::collector::bpf::{BpfCollector, BpfOptions, Readout};
+use nettop::cpuset::CpuSet;
+use nettop::model::raw::{CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, NET_RX};
+
+const TIMER: u64 = 1;
+
+fn bpf_or_skip() -> Option<BpfCollector> {
+    let required = std::env::var("NETTOP_REQUIRE_BPF").is_ok_and(|v| v == "1");
+    match BpfCollector::open(&BpfOptions {
+        test_clock: true,
+        ..Default::default()
+    }) {
+        Ok(c) => Some(c),
+        Err(e) if required => panic!("NETTOP_REQUIRE_BPF=1 but BPF is unavailable: {e:#}"),
+        Err(e) => {
+            eprintln!("SKIPPED: BPF timing tests need root and BTF: {e:#}");
+            None
+        }
+    }
+}
+
+/// Pins the calling thread to `cpu` so test runs execute locally, with this
+/// thread as `current`.
+fn pin(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; we pass its real size and a valid pointer.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0,
+            "sched_setaffinity"
+        );
+    }
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+struct Driver {
+    c: BpfCollector,
+    cpu: u32,
+}
+
+impl Driver {
+    fn at(&mut self, ns: u64, tp: &str, args: &[u64]) {
+        self.c.set_fake_now(ns);
+        let mut a = args.to_vec();
+        a.resize(3, 0);
+        self.c
+            .run_tracepoint(tp, self.cpu, &a)
+            .unwrap_or_else(|e| panic!("{tp} at {ns}: {e:#}"));
+    }
+    fn read(&self) -> Readout {
+        self.c
+            .read(&CpuSet::from_cpus([self.cpu]))
+            .expect("reading counters")
+    }
+}
+
+fn driver() -> Option<Driver> {
+    pin(0);
+    bpf_or_skip().map(|c| Driver { c, cpu: 0 })
+}
+
+#[test]
+fn nested_hardirq_is_subtracted_from_softirq_once() {
+    let Some(mut d) = driver() else { return };
+    // A device IRQ raises NET_RX (500 ns), then the softirq runs in the
+    // interrupted task's context; a second IRQ lands inside it (300 ns).
+    d.at(1_000, "irq_handler_entry", &[42]);
+    d.at(1_200, "softirq_raise", &[NET_RX as u64]);
+    d.at(1_500, "irq_handler_exit", &[42]);
+    d.at(2_000, "softirq_entry", &[NET_RX as u64]);
+    d.at(2_100, "irq_handler_entry", &[42]);
+    d.at(2_400, "irq_handler_exit", &[42]);
+    d.at(3_000, "softirq_exit", &[NET_RX as u64]);
+
+    let r = d.read();
+    let me = r.tasks.get(&gettid()).expect("this thread was charged");
+    assert_eq!(me.acct.hardirq_ns, 800);
+    assert_eq!(me.acct.hardirq_count, 2);
+    assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 700, "1000 ns span minus 300 ns nested");
+    assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 0);
+    assert_eq!(me.acct.softirq_count[NET_RX], 1);
+    let cpu = &r.cpus[0];
+    assert_eq!(cpu.acct.hardirq_ns, 800);
+    assert_eq!(cpu.acct.softirq_ns[CTX_STOLEN][NET_RX], 700);
+    assert_eq!(cpu.net.net_rx_actions, 1);
+    assert_eq!(cpu.net.net_rx_ns, 700);
+    assert_eq!(cpu.net.net_rx_max_ns, 700);
+}
+
+#[test]
+fn softirq_raised_by_the_task_itself_is_inline() {
+    let Some(mut d) = driver() else { return };
+    d.at(10_000, "softirq_raise", &[NET_RX as u64]);
+    d.at(10_100, "softirq_entry", &[NET_RX as u64]);
+    d.at(10_600, "softirq_exit", &[NET_RX as u64]);
+    let r = d.read();
+    let me = r.tasks.get(&gettid()).expect("charged");
+    assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 500);
+    assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 0);
+    assert_eq!(me.acct.softirq_ns[CTX_KSOFTIRQD][NET_RX], 0);
+}
+
+#[test]
+fn net_rx_reraise_counts_a_restart_and_keeps_provenance() {
+    let Some(mut d) = driver() else { return };
+    // Timer tick raises TIMER (a system vector), then NET_RX raised by an
+    // IPI runs out of budget and re-raises itself.
+    d.at(100, "local_timer_entry", &[236]);
+    d.at(150, "softirq_raise", &[TIMER]);
+    d.at(400, "local_timer_exit", &[236]);
+    d.at(500, "call_function_single_entry", &[251]);
+    d.at(550, "softirq_raise", &[NET_RX as u64]);
+    d.at(600, "call_function_single_exit", &[251]);
+    d.at(1_000, "softirq_entry", &[TIMER]);
+    d.at(1_100, "softirq_exit", &[TIMER]);
+    d.at(1_100, "softirq_entry", &[NET_RX as u64]);
+    d.at(1_900, "softirq_raise", &[NET_RX as u64]);
+    d.at(2_000, "softirq_exit", &[NET_RX as u64]);
+    d.at(2_000, "softirq_entry", &[NET_RX as u64]);
+    d.at(2_500, "softirq_exit", &[NET_RX as u64]);
+
+    let r = d.read();
+    let me = r.tasks.get(&gettid()).expect("charged");
+    assert_eq!(me.acct.sysvec_ns, 300 + 100);
+    assert_eq!(me.acct.sysvec_count, 2);
+    assert_eq!(me.acct.hardirq_ns, 0);
+    assert_eq!(me.acct.softirq_ns[CTX_STOLEN][TIMER as usize], 100);
+    assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 900 + 500);
+    let cpu = &r.cpus[0];
+    assert_eq!(cpu.net.net_rx_restarts, 1);
+    assert_eq!(cpu.net.net_rx_actions, 2);
+    assert_eq!(cpu.net.net_rx_max_ns, 900);
+    assert_eq!(cpu.sysvec_kind_count[0], 1, "one local timer");
+    assert_eq!(cpu.sysvec_kind_count[3], 1, "one call_function_single (RPS IPI)");
+}
+
+#[test]
+fn exits_without_entries_are_counted_not_charged() {
+    let Some(mut d) = driver() else { return };
+    d.at(100, "softirq_exit", &[NET_RX as u64]);
+    d.at(200, "irq_handler_exit", &[9]);
+    let r = d.read();
+    assert_eq!(r.cpus[0].health.unmatched_exits, 2);
+    assert_eq!(r.health.unmatched_exits, 2);
+    assert!(r.tasks.get(&gettid()).is_none_or(|t| t.acct.softirq_count == [0; 10]));
+}
+
+#[test]
+fn batches_follow_the_current_task_and_keep_start_times() {
+    let Some(mut d) = driver() else { return };
+    // Another thread on the same CPU gets interrupted first; when this
+    // thread is hit, the other's batch is flushed to the hash.
+    struct Shared(*mut Driver);
+    // SAFETY: the pointer is only used by the scoped thread, which is joined
+    // before `d` is touched again, so there is never concurrent access.
+    unsafe impl Send for Shared {}
+    let shared = Shared(&mut d);
+    let other = std::thread::scope(|s| {
+        s.spawn(move || {
+            let shared = shared;
+            pin(0);
+            // SAFETY: see `Shared`: exclusive access until join.
+            let d = unsafe { &mut *shared.0 };
+            let tid = gettid();
+            d.at(100, "irq_handler_entry", &[5]);
+            d.at(350, "irq_handler_exit", &[5]);
+            tid
+        })
+        .join()
+        .expect("thread")
+    });
+    d.at(1_000, "irq_handler_entry", &[5]);
+    d.at(1_050, "irq_handler_exit", &[5]);
+    let r = d.read();
+    assert_eq!(r.tasks.get(&other).map(|t| t.acct.hardirq_ns), Some(250));
+    let me = r.tasks.get(&gettid()).expect("charged");
+    assert_eq!(me.acct.hardirq_ns, 50);
+    assert_eq!(me.tgid, std::process::id());
+
+    // start_boottime, in clock ticks, is the stat field the model keys on.
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{}/stat", gettid())).expect("stat");
+    let after = stat.rsplit_once(')').expect("comm").1;
+    let start_ticks: u64 = after.split_whitespace().nth(19).expect("field 22").parse().expect("num");
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    assert_eq!(me.start_boottime_ns / (1_000_000_000 / hz), start_ticks);
+}
