@@ -60,7 +60,7 @@ enum nt_sysvec {
  *     with interrupts off, so those programs never interleave on one CPU.
  *   - si_* fields are written only by softirq-context programs. Softirqs do
  *     not nest on a CPU, but a hardirq can interrupt them at any instruction.
- *   - raised_* are written from both, with atomic or/and.
+ *   - raise bookkeeping: see the fields.
  */
 struct cpu_state {
 	__u64 hi_start;		/* start of the outermost hardirq */
@@ -73,8 +73,18 @@ struct cpu_state {
 	__u32 si_ctx;
 	__u32 si_active;
 	__u32 _pad;
-	__u64 raised_irq;	/* vectors raised from hardirq context */
-	__u64 raised_task;	/* vectors raised from process context */
+	/* Raise bookkeeping, each word with a single writer context so no
+	 * locked instruction is needed on the hot path:
+	 *   irq_raised[v]   ++ by hardirq context only,
+	 *   irq_seen[v]     = irq_raised[v] at softirq_entry (softirq only),
+	 *   stolen_mask     raises from inside a stolen/ksoftirqd softirq,
+	 *   task_mask       raises from process context or an inline softirq;
+	 * both masks are written with interrupts off or in softirq, never from
+	 * hardirq, so a hardirq landing mid-update cannot corrupt them. */
+	__u32 irq_raised[NT_NR_SOFTIRQS];
+	__u32 irq_seen[NT_NR_SOFTIRQS];
+	__u64 stolen_mask;
+	__u64 task_mask;
 };
 
 /*
@@ -93,26 +103,19 @@ struct slot {
 	struct nt_task val;	/* same layout as the hash value: inserted as is */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cpu_state);
-} state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct slot);
-} slots SEC(".maps");
+/* Everything per CPU in one value: one (inlined) lookup per event. */
+struct pcpu {
+	struct cpu_state st;
+	struct slot slot[2];
+	struct nt_cpu stats;	/* the only part user space reads */
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct nt_cpu);
-} cpu_stats SEC(".maps");
+	__type(value, struct pcpu);
+} pcpus SEC(".maps");
 
 /* Per-task totals keyed by TID; user space may resize before load and
  * deletes entries of tasks that exited. */
@@ -143,16 +146,10 @@ static __always_inline __u64 now(void)
 	return bpf_ktime_get_ns();
 }
 
-static __always_inline struct cpu_state *get_state(void)
+static __always_inline struct pcpu *get_pcpu(void)
 {
 	__u32 zero = 0;
-	return bpf_map_lookup_elem(&state, &zero);
-}
-
-static __always_inline struct nt_cpu *get_cpu_stats(void)
-{
-	__u32 zero = 0;
-	return bpf_map_lookup_elem(&cpu_stats, &zero);
+	return bpf_map_lookup_elem(&pcpus, &zero);
 }
 
 static __always_inline __u64 acct_total_ns(const struct nt_acct *a)
@@ -215,13 +212,12 @@ static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
  * Returns slot `idx` claimed (busy) for the current task, flushing the
  * previous task's batch first; NULL when the slot is being flushed.
  */
-static __always_inline struct slot *claim_slot(__u32 idx, struct nt_cpu *cs)
+static __always_inline struct slot *claim_slot(struct slot *s, struct nt_cpu *cs)
 {
-	struct slot *s = bpf_map_lookup_elem(&slots, &idx);
 	__u64 id;
 	__u32 tid;
 
-	if (!s || s->busy)
+	if (s->busy)
 		return NULL;
 	s->busy = 1;
 	asm volatile("" ::: "memory");
@@ -251,6 +247,7 @@ static __always_inline void release_slot(struct slot *s)
 
 static __always_inline void unattributed(struct nt_cpu *cs, __u64 ns)
 {
+	/* Rare path, reached from hardirq and softirq programs alike. */
 	__sync_fetch_and_add(&cs->unattributed, 1);
 	__sync_fetch_and_add(&cs->unattributed_ns, ns);
 }
@@ -275,12 +272,23 @@ static __always_inline bool in_hardirq_ctx(struct cpu_state *st)
  */
 static __always_inline int on_hardirq_entry(__u32 kind)
 {
-	struct cpu_state *st = get_state();
+	struct pcpu *pc = get_pcpu();
+	struct cpu_state *st;
+	__u64 t;
 
-	if (!st)
+	if (!pc)
 		return 0;
+	st = &pc->st;
+	t = now();
+	/* No hardirq lasts 10 ms: a depth that old lost its exit (e.g. an
+	 * exit program detached or attached late). Start over rather than
+	 * stop accounting on this CPU forever. */
+	if (st->hi_depth && t - st->hi_start > 10000000ULL) {
+		st->hi_depth = 0;
+		__sync_fetch_and_add(&pc->stats.unmatched_exits, 1);
+	}
 	if (st->hi_depth == 0) {
-		st->hi_start = now();
+		st->hi_start = t;
 		st->hi_kind = kind;
 	}
 	/* Bound the depth so a lost exit cannot wedge accounting forever. */
@@ -291,14 +299,17 @@ static __always_inline int on_hardirq_entry(__u32 kind)
 
 static __always_inline int on_hardirq_exit(void)
 {
-	struct cpu_state *st = get_state();
-	struct nt_cpu *cs = get_cpu_stats();
+	struct pcpu *pc = get_pcpu();
+	struct cpu_state *st;
+	struct nt_cpu *cs;
 	struct slot *s;
 	__u64 d;
 	__u32 kind;
 
-	if (!st || !cs)
+	if (!pc)
 		return 0;
+	st = &pc->st;
+	cs = &pc->stats;
 	if (st->hi_depth == 0) {
 		/* Attached between entry and exit: the span is unknown. */
 		__sync_fetch_and_add(&cs->unmatched_exits, 1);
@@ -323,7 +334,7 @@ static __always_inline int on_hardirq_exit(void)
 		}
 	}
 
-	s = claim_slot(SLOT_HARDIRQ, cs);
+	s = claim_slot(&pc->slot[SLOT_HARDIRQ], cs);
 	if (!s) {
 		unattributed(cs, d);
 		return 0;
@@ -404,29 +415,28 @@ SYSVEC(reboot, reboot, SV_REBOOT)
  */
 static __always_inline int on_softirq_raise(__u32 vec)
 {
+	struct pcpu *pc;
 	struct cpu_state *st;
 	__u64 bit;
 
 	if (vec >= NT_NR_SOFTIRQS)
 		return 0;
-	st = get_state();
-	if (!st)
+	pc = get_pcpu();
+	if (!pc)
 		return 0;
+	st = &pc->st;
 	bit = 1ULL << vec;
 	if (in_hardirq_ctx(st)) {
-		__sync_fetch_and_or(&st->raised_irq, bit);
+		st->irq_raised[vec]++;
 	} else if (st->si_active) {
-		if (vec == NT_NET_RX && st->si_vec == NT_NET_RX) {
-			struct nt_cpu *cs = get_cpu_stats();
-			if (cs)
-				cs->net_rx_restarts++;
-		}
+		if (vec == NT_NET_RX && st->si_vec == NT_NET_RX)
+			pc->stats.net_rx_restarts++;
 		if (st->si_ctx == NT_CTX_INLINE)
-			__sync_fetch_and_or(&st->raised_task, bit);
+			st->task_mask |= bit;
 		else
-			__sync_fetch_and_or(&st->raised_irq, bit);
+			st->stolen_mask |= bit;
 	} else {
-		__sync_fetch_and_or(&st->raised_task, bit);
+		st->task_mask |= bit;
 	}
 	return 0;
 }
@@ -439,35 +449,38 @@ static __always_inline int on_softirq_raise(__u32 vec)
  */
 static __always_inline int on_softirq_entry(__u32 vec)
 {
+	struct pcpu *pc;
 	struct cpu_state *st;
-	struct nt_cpu *cs;
-	__u32 cpu, tid, ctx;
+	__u32 cpu, tid, ctx, raised;
 	__u64 bit;
 
 	if (vec >= NT_NR_SOFTIRQS)
 		return 0;
-	st = get_state();
-	cs = get_cpu_stats();
-	if (!st || !cs)
+	pc = get_pcpu();
+	if (!pc)
 		return 0;
+	st = &pc->st;
 	bit = 1ULL << vec;
 	cpu = bpf_get_smp_processor_id();
 	tid = (__u32)bpf_get_current_pid_tgid();
+	/* One read: a hardirq raising again right after still counts next run. */
+	raised = st->irq_raised[vec];
 	if (tid && cpu < NT_MAX_CPUS && tid == ksoftirqd_tid[cpu & (NT_MAX_CPUS - 1)]) {
 		ctx = NT_CTX_KSOFTIRQD;
-	} else if (st->raised_irq & bit) {
+	} else if (raised != st->irq_seen[vec] || (st->stolen_mask & bit)) {
 		ctx = NT_CTX_STOLEN;
-	} else if (st->raised_task & bit) {
+	} else if (st->task_mask & bit) {
 		ctx = NT_CTX_INLINE;
 	} else {
 		/* Raised before we attached: assume the common case. */
 		ctx = NT_CTX_STOLEN;
-		__sync_fetch_and_add(&cs->unknown_raise, 1);
+		pc->stats.unknown_raise++;
 	}
 	/* handle_softirqs() cleared the pending bit before calling us: this
 	 * run consumes the raise. */
-	__sync_fetch_and_and(&st->raised_irq, ~bit);
-	__sync_fetch_and_and(&st->raised_task, ~bit);
+	st->irq_seen[vec] = raised;
+	st->stolen_mask &= ~bit;
+	st->task_mask &= ~bit;
 
 	st->si_vec = vec;
 	st->si_ctx = ctx;
@@ -480,14 +493,17 @@ static __always_inline int on_softirq_entry(__u32 vec)
 
 static __always_inline int on_softirq_exit(__u32 vec)
 {
-	struct cpu_state *st = get_state();
-	struct nt_cpu *cs = get_cpu_stats();
+	struct pcpu *pc = get_pcpu();
+	struct cpu_state *st;
+	struct nt_cpu *cs;
 	struct slot *s;
 	__u64 t1, span, nested, d;
 	__u32 ctx;
 
-	if (!st || !cs || vec >= NT_NR_SOFTIRQS)
+	if (!pc || vec >= NT_NR_SOFTIRQS)
 		return 0;
+	st = &pc->st;
+	cs = &pc->stats;
 	if (!st->si_active || st->si_vec != vec) {
 		__sync_fetch_and_add(&cs->unmatched_exits, 1);
 		st->si_active = 0;
@@ -512,7 +528,7 @@ static __always_inline int on_softirq_exit(__u32 vec)
 			cs->net_rx_max_ns = d;
 	}
 
-	s = claim_slot(SLOT_SOFTIRQ, cs);
+	s = claim_slot(&pc->slot[SLOT_SOFTIRQ], cs);
 	if (!s) {
 		unattributed(cs, d);
 		return 0;
@@ -563,12 +579,14 @@ int BPF_PROG(raw_si_out, unsigned int vec)
 
 static __always_inline int on_napi_poll(struct napi_struct *napi, int work, int budget)
 {
-	struct nt_cpu *cs = get_cpu_stats();
+	struct pcpu *pc = get_pcpu();
+	struct nt_cpu *cs;
 	struct nt_napi *v;
 	__u64 key = (__u64)napi;
 
-	if (!cs)
+	if (!pc)
 		return 0;
+	cs = &pc->stats;
 	cs->napi_polls++;
 	if (work > 0)
 		cs->napi_work += work;
@@ -624,12 +642,8 @@ int BPF_PROG(raw_napi_poll, struct napi_struct *napi, int work, int budget)
  * hash only ever grow, so a read racing with a flush sees a slightly older
  * total, never a double count or a negative delta.
  */
-static __always_inline void flush_one(__u32 idx, struct nt_cpu *cs)
+static __always_inline void flush_one(struct slot *s, struct nt_cpu *cs)
 {
-	struct slot *s = bpf_map_lookup_elem(&slots, &idx);
-
-	if (!s)
-		return;
 	if (s->busy) {
 		/* We interrupted a program using it: next sample. */
 		__sync_fetch_and_add(&cs->flush_deferred, 1);
@@ -644,12 +658,11 @@ static __always_inline void flush_one(__u32 idx, struct nt_cpu *cs)
 SEC("raw_tp")
 int nettop_flush(void *ctx)
 {
-	struct nt_cpu *cs = get_cpu_stats();
+	struct pcpu *pc = get_pcpu();
 
-	if (!cs)
+	if (!pc)
 		return 0;
-	/* Written out, not looped: the key must live on the stack. */
-	flush_one(SLOT_HARDIRQ, cs);
-	flush_one(SLOT_SOFTIRQ, cs);
+	flush_one(&pc->slot[SLOT_HARDIRQ], &pc->stats);
+	flush_one(&pc->slot[SLOT_SOFTIRQ], &pc->stats);
 	return 0;
 }

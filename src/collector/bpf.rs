@@ -287,14 +287,27 @@ impl BpfCollector {
 
         let mut links = Vec::new();
         if !opts.test_clock {
-            for prog in skel.object().progs_mut() {
-                let section = prog.section().to_string_lossy().into_owned();
-                if !prog.autoload() || section == "raw_tp" {
-                    continue;
+            // Exits first, entries last: an entry live before its exit could
+            // see an interrupt whose exit it never sees.
+            let mut progs: Vec<_> = skel
+                .object()
+                .progs_mut()
+                .filter(|p| p.autoload() && p.section() != "raw_tp")
+                .collect();
+            progs.sort_by_key(|p| {
+                let s = p.section().to_string_lossy();
+                if s.ends_with("_exit") {
+                    0
+                } else if s.ends_with("_entry") {
+                    2
+                } else {
+                    1
                 }
+            });
+            for prog in progs {
                 let link = prog
                     .attach()
-                    .with_context(|| format!("attaching {section}"))?;
+                    .with_context(|| format!("attaching {}", prog.section().to_string_lossy()))?;
                 links.push(link);
             }
         }
@@ -357,14 +370,16 @@ impl BpfCollector {
         let values = self
             .skel
             .maps
-            .cpu_stats
+            .pcpus
             .lookup_percpu(&key, MapFlags::ANY)
             .context("reading per-CPU counters")?
             .unwrap_or_default();
         Ok(values
             .iter()
             .map(|bytes| {
-                let v: types::nt_cpu = from_bytes(bytes).unwrap_or_default();
+                let v: types::nt_cpu = from_bytes::<types::pcpu>(bytes)
+                    .map(|p| p.stats)
+                    .unwrap_or_default();
                 CpuCounters {
                     acct: acct_from(&v.acct),
                     net: CpuNet {
