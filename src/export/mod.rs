@@ -1,12 +1,347 @@
 //! Exporters: recordings to JSON/CSV/OpenMetrics, and `--serve` for Prometheus.
+//!
+//! Frames are computed from consecutive raw samples at export time, exactly as
+//! replay and live modes do, so every front end agrees.
+
+pub mod openmetrics;
+
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
 
 use crate::cli::{Cli, ExportFormat};
+use crate::model::frame::{Frame, TaskView};
+use crate::model::raw::{HostInfo, RawSample, SOFTIRQ_NAMES};
+use crate::record::{Recording, WarningKind};
 
-pub fn serve(_cli: &Cli, _addr: &str) -> anyhow::Result<u8> {
-    anyhow::bail!("--serve is not built yet")
+use openmetrics::{Flavor, Options};
+
+/// Default top-N tasks exported when `--rows 0` asks for "all": metrics must
+/// stay bounded whatever the host runs.
+const DEFAULT_TOP_TASKS: usize = 20;
+const MAX_TOP_TASKS: usize = 200;
+
+fn metric_options(cli: &Cli) -> Options {
+    Options {
+        top_tasks: if cli.rows == 0 {
+            DEFAULT_TOP_TASKS
+        } else {
+            cli.rows.min(MAX_TOP_TASKS)
+        },
+        threads: cli.threads,
+    }
 }
 
-pub fn export_recording(_cli: &Cli, _file: &Path, _fmt: ExportFormat) -> anyhow::Result<u8> {
-    anyhow::bail!("--export is not built yet")
+/// Pre-rendered scrape bodies, swapped in by the sampler after each sample.
+#[derive(Default)]
+struct Scrape {
+    openmetrics: String,
+    prometheus: String,
+}
+
+/// `nettop --serve ADDR`.
+pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("cannot install signal handler")?;
+    }
+    // Bind first: a busy port fails before the collector loads BPF.
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| anyhow::anyhow!("--serve: cannot listen on {addr}: {e}"))?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| addr.to_string());
+    let mut src = crate::record::live_source(cli)?;
+    let host = src.host().clone();
+    let opts = metric_options(cli);
+    let scrape = Arc::new(Mutex::new(Scrape::default()));
+    let mut prev: Option<RawSample> = None;
+    let mut update = |prev: &mut Option<RawSample>, cur: RawSample| {
+        let fams = openmetrics::families(&host, prev.as_ref(), &cur, &opts);
+        let s = Scrape {
+            openmetrics: openmetrics::render(&fams, Flavor::OpenMetrics),
+            prometheus: openmetrics::render(&fams, Flavor::Prometheus),
+        };
+        if let Ok(mut g) = scrape.lock() {
+            *g = s;
+        }
+        *prev = Some(cur);
+    };
+    update(&mut prev, src.sample()?);
+
+    let http_stop = Arc::clone(&stop);
+    let http_scrape = Arc::clone(&scrape);
+    let http = std::thread::spawn(move || http_loop(&server, &http_scrape, &http_stop));
+    eprintln!(
+        "nettop: serving OpenMetrics at http://{bound}/metrics (sampled every {} s); Ctrl-C stops",
+        cli.delay
+    );
+    if std::io::stdout().is_terminal() {
+        println!("http://{bound}/metrics");
+    }
+    let interval = Duration::from_secs_f64(cli.delay);
+    let start = Instant::now();
+    let mut k = 1u32;
+    let mut result = Ok(0);
+    while !stop.load(Ordering::Relaxed) {
+        let due = start + interval * k;
+        if Instant::now() < due {
+            std::thread::sleep(
+                due.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
+            );
+            continue;
+        }
+        k += 1;
+        match src.sample() {
+            Ok(s) => update(&mut prev, s),
+            Err(e) => {
+                result = Err(e.context("sampling for --serve"));
+                break;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = http.join();
+    result
+}
+
+fn http_loop(server: &tiny_http::Server, scrape: &Mutex<Scrape>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let req = match server.recv_timeout(Duration::from_millis(200)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(_) => break,
+        };
+        let path = req.url().split('?').next().unwrap_or("");
+        let resp = match path {
+            "/metrics" => {
+                let om = req.headers().iter().any(|h| {
+                    h.field.equiv("Accept")
+                        && h.value.as_str().contains("application/openmetrics-text")
+                });
+                let (body, ctype) = match scrape.lock() {
+                    Ok(g) if om => (g.openmetrics.clone(), openmetrics::OPENMETRICS_CONTENT_TYPE),
+                    Ok(g) => (g.prometheus.clone(), openmetrics::PROMETHEUS_CONTENT_TYPE),
+                    Err(_) => (String::new(), openmetrics::PROMETHEUS_CONTENT_TYPE),
+                };
+                response(body, ctype, 200)
+            }
+            "/" => response(
+                "nettop: metrics at /metrics\n".to_string(),
+                "text/plain; charset=utf-8",
+                200,
+            ),
+            _ => response("not found\n".to_string(), "text/plain; charset=utf-8", 404),
+        };
+        let _ = req.respond(resp);
+    }
+}
+
+fn response(body: String, ctype: &str, code: u16) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let mut r = tiny_http::Response::from_string(body).with_status_code(code);
+    if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes()) {
+        r.add_header(h);
+    }
+    r
+}
+
+/// CSV header of [`csv_rows`].
+pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,unexplained_est_pct,interrupts_per_s,softirqs_per_s";
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Task rows of one frame as CSV lines, most stolen time first, at most
+/// `rows` (0 = all). Pure.
+pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
+    let mut v: Vec<&TaskView> = if threads {
+        f.threads.iter().collect()
+    } else {
+        f.processes.iter().collect()
+    };
+    v.sort_by(|a, b| {
+        b.stolen_pct
+            .total_cmp(&a.stolen_pct)
+            .then(b.top_pct.total_cmp(&a.top_pct))
+            .then((a.pid, a.tid).cmp(&(b.pid, b.tid)))
+    });
+    if rows > 0 {
+        v.truncate(rows);
+    }
+    let net_rx = SOFTIRQ_NAMES.iter().position(|n| *n == "NET_RX").unwrap_or(3);
+    let mut out = String::new();
+    for t in v {
+        let soft: f64 = t.softirq_stolen_pct.iter().sum();
+        out.push_str(&format!(
+            "{},{},{:.3},{},{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.1},{:.1}\n",
+            f.unix_ms,
+            f.seq,
+            f.interval_s,
+            t.pid,
+            t.tid,
+            csv_field(&t.comm),
+            csv_field(&t.state.to_string()),
+            t.last_cpu,
+            t.top_pct,
+            t.on_cpu_pct,
+            t.true_pct,
+            t.stolen_pct,
+            t.hardirq_pct,
+            t.sysvec_pct,
+            t.softirq_stolen_pct[net_rx],
+            soft,
+            t.inline_pct,
+            t.ksoftirqd_pct,
+            t.unexplained_est_pct,
+            t.interrupts_per_s,
+            t.softirqs_per_s,
+        ));
+    }
+    out
+}
+
+/// Walks a recording's samples in order, handing each readable one to `f`
+/// with the previous readable one. Unreadable samples are reported and
+/// skipped (the next interval then spans the gap). Returns the number of
+/// unreadable samples.
+pub fn for_each_pair(
+    rec: &Recording,
+    mut f: impl FnMut(Option<&RawSample>, &RawSample) -> anyhow::Result<()>,
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<u64> {
+    let mut prev: Option<RawSample> = None;
+    let mut bad = 0;
+    for i in 0..rec.len() {
+        match rec.get(i) {
+            Ok(cur) => {
+                f(prev.as_ref(), &cur)?;
+                prev = Some(cur);
+            }
+            Err(e) => {
+                bad += 1;
+                warn(format!("{e:#}; sample skipped"));
+            }
+        }
+    }
+    Ok(bad)
+}
+
+/// Frames of a recording, as `--export json` prints them (one per line).
+pub fn frames(
+    host: &HostInfo,
+    rec: &Recording,
+    mut f: impl FnMut(Frame) -> anyhow::Result<()>,
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<u64> {
+    for_each_pair(
+        rec,
+        |prev, cur| match prev {
+            Some(p) if cur.mono_ns > p.mono_ns => f(crate::model::compute(host, p, cur)),
+            _ => Ok(()),
+        },
+        warn,
+    )
+}
+
+/// `nettop --replay FILE --export FORMAT`: to stdout. Exit 2 when records
+/// were corrupt (after exporting everything readable); a torn tail (the
+/// normal result of `kill -9`) is only a warning.
+pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
+    let rec = Recording::open(file)?;
+    let name = file.display().to_string();
+    let mut corrupt = 0u64;
+    for w in rec.warnings() {
+        eprintln!("nettop: warning: {name}: {w}");
+        if w.kind == WarningKind::Corrupt {
+            corrupt += 1;
+        }
+    }
+    if rec.is_empty() {
+        bail!("{name}: the recording holds no snapshots");
+    }
+    if fmt != ExportFormat::Openmetrics && rec.len() < 2 {
+        bail!("{name}: only one snapshot; a frame needs two consecutive snapshots");
+    }
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut warn = |m: String| eprintln!("nettop: warning: {m}");
+    let host = rec.host().clone();
+    let res = match fmt {
+        ExportFormat::Json => frames(
+            &host,
+            &rec,
+            |fr| {
+                serde_json::to_writer(&mut out, &fr)?;
+                out.write_all(b"\n")?;
+                Ok(())
+            },
+            &mut warn,
+        ),
+        ExportFormat::Csv => {
+            writeln!(out, "{CSV_HEADER}").map_err(anyhow::Error::from)?;
+            frames(
+                &host,
+                &rec,
+                |fr| {
+                    out.write_all(csv_rows(&fr, cli.threads, cli.rows).as_bytes())?;
+                    Ok(())
+                },
+                &mut warn,
+            )
+        }
+        ExportFormat::Openmetrics => {
+            let opts = metric_options(cli);
+            let mut series = openmetrics::Series::default();
+            let bad = for_each_pair(
+                &rec,
+                |prev, cur| {
+                    series.add(openmetrics::families(&host, prev, cur, &opts), cur.unix_ms);
+                    Ok(())
+                },
+                &mut warn,
+            );
+            if bad.is_ok() {
+                out.write_all(series.render().as_bytes())?;
+            }
+            bad
+        }
+    };
+    let flushed = out.flush();
+    match res {
+        Ok(bad) => corrupt += bad,
+        Err(e) if is_broken_pipe(&e) => return Ok(0),
+        Err(e) => return Err(e),
+    }
+    if let Err(e) = flushed
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e.into());
+    }
+    if corrupt > 0 {
+        eprintln!("nettop: {name}: {corrupt} corrupted record(s) skipped; exported the rest");
+        return Ok(2);
+    }
+    Ok(0)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+    })
 }

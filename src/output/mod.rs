@@ -1,2 +1,4 @@
 //! Batch text and JSON front ends.
 pub mod batch;
+pub mod json;
+pub mod text;

@@ -1,1 +1,396 @@
-//! Host topology: hwloc objects, NICs, queue IRQs, thread placement.
+//! Host topology: CPUs (hwloc), NICs with their queues and IRQs, thread
+//! placement and boot-time isolation, as plain serialisable structs.
+//!
+//! The structs are the contract between the loader (this module, the only
+//! part that does I/O), the pinning lint, the TUI's Topology view and
+//! recordings: a saved [`HostTopology`] can be linted later on another
+//! machine. Every /proc and /sys read goes through [`Sysroot`] so tests can
+//! describe machines we don't have; the CPU structure comes from hwloc (live,
+//! XML or synthetic) or, when no hwloc source fits a fake root, from the
+//! root's own `/sys/devices/system` files.
+
+mod hw;
+mod net;
+mod sys;
+mod threads;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::Cli;
+use crate::cpuset::CpuSet;
+use crate::sysroot::Sysroot;
+
+/// Where the CPU structure (packages, caches, cores, PUs) comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuSource {
+    /// hwloc discovery of this machine.
+    Live,
+    /// An hwloc XML export (`lstopo --of xml`).
+    Xml(PathBuf),
+    /// An hwloc synthetic description ("pack:2 [numa] core:12 pu:2").
+    Synthetic(String),
+    /// The sysroot's `/sys/devices/system/{cpu,node}` files, no hwloc.
+    Sysfs,
+}
+
+/// What [`load`] reads. Built from the command line with
+/// [`LoadOptions::from_cli`]; the TUI builds its own.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub sysroot: Sysroot,
+    pub cpu_source: CpuSource,
+    /// Measure CPU use of pinned threads over this interval (live only), so
+    /// "busy" means busy rather than "pinned narrowly". `None` skips it.
+    pub sample: Option<Duration>,
+}
+
+impl LoadOptions {
+    /// Flags win; a fake sysroot may carry its own `hwloc.xml` or
+    /// `hwloc.synthetic`; otherwise a fake root falls back to its sysfs files
+    /// (the live hwloc view would describe the wrong machine).
+    pub fn from_cli(cli: &Cli) -> Self {
+        let sysroot = Sysroot::new(&cli.sysroot);
+        let cpu_source = if let Some(x) = &cli.hwloc_xml {
+            CpuSource::Xml(x.clone())
+        } else if let Some(s) = &cli.hwloc_synthetic {
+            CpuSource::Synthetic(s.clone())
+        } else if sysroot.is_live() {
+            CpuSource::Live
+        } else if sysroot.root().join("hwloc.xml").is_file() {
+            CpuSource::Xml(sysroot.root().join("hwloc.xml"))
+        } else if let Some(s) = std::fs::read_to_string(sysroot.root().join("hwloc.synthetic"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+        {
+            CpuSource::Synthetic(s)
+        } else {
+            CpuSource::Sysfs
+        };
+        let sample = sysroot.is_live().then(|| Duration::from_millis(50));
+        Self {
+            sysroot,
+            cpu_source,
+            sample,
+        }
+    }
+}
+
+/// Everything the lint and the Topology view know about one host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostTopology {
+    /// Where the data came from ("live", "sysroot tests/fixtures/...").
+    pub source: String,
+    /// "hwloc live", "hwloc xml FILE", "hwloc synthetic DESC" or "sysfs".
+    pub cpu_source: String,
+    pub online: CpuSet,
+    pub pus: Vec<Pu>,
+    pub numa_nodes: Vec<NumaNode>,
+    pub packages: Vec<Package>,
+    pub caches: Vec<Cache>,
+    pub host: HostConfig,
+    pub nics: Vec<Nic>,
+    /// Every numbered IRQ in `/proc/interrupts`.
+    pub irqs: Vec<Irq>,
+    pub threads: Vec<ThreadInfo>,
+    /// What could not be read and what that means for the results.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One logical CPU (hwloc PU) and where it sits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Pu {
+    /// OS index, the number `taskset` and `/proc` use.
+    pub cpu: u32,
+    /// Logical core index (hwloc logical index of the Core object).
+    pub core: Option<u32>,
+    pub package: Option<u32>,
+    pub numa: Option<u32>,
+    /// PUs of the same core, including this one.
+    pub siblings: CpuSet,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct NumaNode {
+    pub node: u32,
+    pub cpus: CpuSet,
+    pub memory_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Package {
+    pub package: u32,
+    pub cpus: CpuSet,
+}
+
+/// A unified or data cache shared by `cpus` (L2 and L3 only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Cache {
+    pub level: u8,
+    /// hwloc logical index among caches of this level.
+    pub index: u32,
+    pub cpus: CpuSet,
+    pub size_bytes: Option<u64>,
+}
+
+/// Boot parameters and IRQ management that decide where interrupts may go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostConfig {
+    pub cmdline: String,
+    /// `isolcpus=` CPUs (flags such as `domain,managed_irq` dropped) united
+    /// with `/sys/devices/system/cpu/isolated`.
+    pub isolcpus: CpuSet,
+    pub isolcpus_flags: Vec<String>,
+    /// `nohz_full=` united with `/sys/devices/system/cpu/nohz_full`.
+    pub nohz_full: CpuSet,
+    pub rcu_nocbs: CpuSet,
+    /// `irqaffinity=`: default affinity of device IRQs, when given.
+    pub irqaffinity: Option<CpuSet>,
+    /// `/proc/irq/default_smp_affinity`.
+    pub default_smp_affinity: Option<CpuSet>,
+    pub irqbalance: Option<IrqBalance>,
+}
+
+impl HostConfig {
+    /// CPUs the operator wants kept free of kernel noise.
+    pub fn isolated(&self) -> CpuSet {
+        self.isolcpus.union(&self.nohz_full)
+    }
+}
+
+/// A running irqbalance and what it was told to avoid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct IrqBalance {
+    pub pid: u32,
+    /// From `IRQBALANCE_BANNED_CPULIST`/`IRQBALANCE_BANNED_CPUS` in its
+    /// environment. `None`: not set (irqbalance then bans isolcpus and
+    /// nohz_full CPUs by itself) or unreadable, see `environ_readable`.
+    pub banned_cpus: Option<CpuSet>,
+    /// `--banirq`/`-i` arguments.
+    pub banned_irqs: Vec<u32>,
+    pub environ_readable: bool,
+}
+
+/// How an XDP program is attached to a NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpMode {
+    /// Not determined: nettop reads /proc and /sys only, and the kernel
+    /// exposes XDP attachment through netlink.
+    #[default]
+    Unknown,
+    None,
+    Native,
+    Generic,
+    Offload,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RxQueue {
+    pub queue: u32,
+    /// `rps_cpus`; empty when RPS is off for this queue.
+    pub rps_cpus: CpuSet,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TxQueue {
+    pub queue: u32,
+    /// `xps_cpus`; `None` when the file is absent (single-queue devices).
+    pub xps_cpus: Option<CpuSet>,
+}
+
+/// A network interface and where its work lands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Nic {
+    pub name: String,
+    pub ifindex: Option<u32>,
+    /// No `device` link in sysfs: veth, bridge, loopback, tunnels.
+    pub is_virtual: bool,
+    pub driver: Option<String>,
+    /// PCI address ("0000:81:00.0") when the device is on PCI.
+    pub pci: Option<String>,
+    /// NUMA node of the device; `None` when unknown or the host has one node.
+    pub numa_node: Option<u32>,
+    pub local_cpus: Option<CpuSet>,
+    /// "sysfs", "hwloc" or "" when locality is unknown.
+    pub locality_source: String,
+    /// IPv6 addresses and IPv4 connected subnets ("10.0.1.0/24").
+    pub addrs: Vec<String>,
+    pub rx_queues: Vec<RxQueue>,
+    pub tx_queues: Vec<TxQueue>,
+    /// Device IRQs (MSI vectors and IRQs whose name mentions the NIC).
+    pub irqs: Vec<u32>,
+    pub xdp: XdpMode,
+}
+
+impl Nic {
+    /// Union of every RX queue's RPS mask.
+    pub fn rps_cpus(&self) -> CpuSet {
+        self.rx_queues
+            .iter()
+            .fold(CpuSet::new(), |acc, q| acc.union(&q.rps_cpus))
+    }
+}
+
+/// One numbered interrupt line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Irq {
+    pub irq: u32,
+    /// Action name(s) from `/proc/interrupts` ("mlx5_comp3@pci:0000:81:00.0").
+    pub name: String,
+    /// The NIC this IRQ belongs to, when known.
+    pub nic: Option<String>,
+    /// `smp_affinity_list`: where the operator/irqbalance allows it.
+    pub smp_affinity: Option<CpuSet>,
+    /// `effective_affinity_list`: where the kernel actually routes it.
+    pub effective: Option<CpuSet>,
+    /// Non-zero per-CPU counts since boot.
+    pub counts: BTreeMap<u32, u64>,
+}
+
+impl Irq {
+    /// Where the IRQ lands: effective affinity when the kernel reports one,
+    /// else the allowed set.
+    pub fn lands_on(&self) -> CpuSet {
+        match (&self.effective, &self.smp_affinity) {
+            (Some(e), _) if !e.is_empty() => e.clone(),
+            (_, Some(a)) => a.clone(),
+            _ => CpuSet::new(),
+        }
+    }
+}
+
+/// One thread and where it may run, what it uses and where its memory is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ThreadInfo {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// `Cpus_allowed_list`.
+    pub affinity: CpuSet,
+    /// `stat` field 39.
+    pub last_cpu: Option<u32>,
+    pub kthread: bool,
+    /// cgroup path (v2 unified, else the v1 cpuset hierarchy).
+    pub cgroup: Option<String>,
+    /// Effective cgroup cpuset, when the thread is in a restricted one.
+    pub cpuset: Option<CpuSet>,
+    /// KiB of the process's memory per NUMA node (`numa_maps`), read for
+    /// pinned threads on multi-node hosts only.
+    pub mem_kib: Option<BTreeMap<u32, u64>>,
+    /// NICs the process's sockets are bound to or AF_PACKET sockets use.
+    pub nics: Vec<String>,
+    /// Measured CPU use over the sample interval, percent of one CPU.
+    pub cpu_pct: Option<f64>,
+}
+
+impl ThreadInfo {
+    /// Affinity narrower than what it could otherwise use: the online CPUs,
+    /// or its cgroup cpuset. Kernel threads are pinned by design and excluded.
+    pub fn is_pinned(&self, online: &CpuSet) -> bool {
+        if self.kthread || self.affinity.is_empty() {
+            return false;
+        }
+        let avail = match &self.cpuset {
+            Some(c) => c.intersection(online),
+            None => online.clone(),
+        };
+        !avail.is_subset(&self.affinity)
+    }
+}
+
+impl HostTopology {
+    pub fn pu(&self, cpu: u32) -> Option<&Pu> {
+        self.pus.iter().find(|p| p.cpu == cpu)
+    }
+
+    /// NUMA nodes of these CPUs (unknown CPUs are left out).
+    pub fn nodes_of(&self, cpus: &CpuSet) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .numa_nodes
+            .iter()
+            .filter(|n| n.cpus.intersects(cpus))
+            .map(|n| n.node)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn node_cpus(&self, node: u32) -> Option<&CpuSet> {
+        self.numa_nodes
+            .iter()
+            .find(|n| n.node == node)
+            .map(|n| &n.cpus)
+    }
+
+    /// SMT siblings of these CPUs, the CPUs themselves excluded.
+    pub fn siblings_of(&self, cpus: &CpuSet) -> CpuSet {
+        let mut s = CpuSet::new();
+        for c in cpus.iter() {
+            if let Some(p) = self.pu(c) {
+                s = s.union(&p.siblings);
+            }
+        }
+        s.difference(cpus)
+    }
+
+    pub fn nic(&self, name: &str) -> Option<&Nic> {
+        self.nics.iter().find(|n| n.name == name)
+    }
+
+    pub fn irq(&self, irq: u32) -> Option<&Irq> {
+        self.irqs.iter().find(|i| i.irq == irq)
+    }
+}
+
+/// Reads the whole host. Fails only when the CPU structure cannot be had at
+/// all; anything else missing is recorded in `notes` and judged as unknown.
+pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
+    let root = &opts.sysroot;
+    let mut topo = HostTopology {
+        source: if root.is_live() {
+            "live".to_string()
+        } else {
+            format!("sysroot {}", root.root().display())
+        },
+        ..Default::default()
+    };
+    let cpus = hw::load_cpus(root, &opts.cpu_source)?;
+    topo.cpu_source = cpus.source;
+    topo.pus = cpus.pus;
+    topo.numa_nodes = cpus.numa_nodes;
+    topo.packages = cpus.packages;
+    topo.caches = cpus.caches;
+    topo.notes.extend(cpus.notes);
+
+    topo.online = match root.read_opt("/sys/devices/system/cpu/online") {
+        Some(s) => CpuSet::parse_list(&s).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}",
+                root.path("/sys/devices/system/cpu/online").display()
+            )
+        })?,
+        None => {
+            topo.notes.push(
+                "/sys/devices/system/cpu/online unreadable: all CPUs in the topology taken as online"
+                    .into(),
+            );
+            CpuSet::from_cpus(topo.pus.iter().map(|p| p.cpu))
+        }
+    };
+
+    topo.host = sys::load_host(root, &mut topo.notes)?;
+    topo.irqs = sys::load_irqs(root, &mut topo.notes)?;
+    topo.nics = sys::load_nics(root, &mut topo.irqs, &cpus.nic_locality, &mut topo.notes)?;
+    let scan = threads::load_threads(root, &topo.online, &topo.nics, opts.sample, &mut topo.notes)?;
+    topo.threads = scan.threads;
+    if let Some(ib) = scan.irqbalance_pid {
+        topo.host.irqbalance = Some(sys::load_irqbalance(root, ib));
+    }
+    Ok(topo)
+}

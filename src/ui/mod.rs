@@ -1,12 +1,200 @@
 //! Interactive ratatui front end over the same Frames batch mode prints.
+//!
+//! Three parts, so that keys never wait on /proc or BPF:
+//! - a data thread (live collector or replay cursor) that does all I/O and
+//!   model arithmetic and sends finished Frames over a channel;
+//! - [`app::App`], a pure state machine fed Frames and input events;
+//! - [`render::draw`], which turns App state into a screen and does no I/O.
+
+pub mod app;
+#[doc(hidden)]
+pub mod fixtures;
+pub mod render;
+mod source;
+mod term;
+pub mod topo_view;
+
+use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::Duration;
+
+use crossterm::event;
 
 use crate::cli::Cli;
+use crate::model::frame::Frame;
+use app::{Action, App, Extras, Options, Theme};
 
-pub fn run_live(_cli: &Cli) -> anyhow::Result<u8> {
-    anyhow::bail!("the interactive TUI is not built yet; use -b")
+/// Longest the loop waits for input before looking at new data; bounds how
+/// late a Frame or a signal is noticed.
+const INPUT_POLL: Duration = Duration::from_millis(40);
+
+/// Data thread → UI.
+pub(crate) enum Msg {
+    Frame(Box<Frame>),
+    Replay {
+        index: usize,
+        len: usize,
+        playing: bool,
+        frame: Box<Frame>,
+    },
+    Users(Vec<(u32, String)>),
+    Extras(Extras),
+    /// Shown in the status line; the TUI keeps running.
+    Warn(String),
+    /// The data thread cannot go on: leave the TUI and print this.
+    Fatal(String),
 }
 
-pub fn run_replay(_cli: &Cli, _file: &Path) -> anyhow::Result<u8> {
-    anyhow::bail!("the interactive TUI is not built yet; use -b")
+/// UI → data thread.
+pub(crate) enum Cmd {
+    SetDelay(f64),
+    Seek(usize),
+    Play(bool),
+    Quit,
+}
+
+fn check_tty() -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the interactive view needs a terminal on stdin and stdout; use -b for batch text or --json"
+        );
+    }
+    Ok(())
+}
+
+fn options(cli: &Cli) -> Options {
+    let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+    Options {
+        delay: cli.delay,
+        threads: cli.threads,
+        theme: Theme::from_env(),
+        width,
+        height,
+    }
+}
+
+pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
+    check_tty()?;
+    // Collector errors (no permission, bad --sysroot, BPF refused) surface
+    // here, before raw mode, as plain text.
+    let (rx, tx) = source::start_live(cli)?;
+    let app = App::new(options(cli));
+    run(app, rx, tx)
+}
+
+pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
+    check_tty()?;
+    let (rx, tx) = source::start_replay(cli, file)?;
+    let app = App::new(options(cli));
+    run(app, rx, tx)
+}
+
+fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u8> {
+    // SIGTERM/SIGHUP/SIGINT only set a flag; the loop notices within
+    // INPUT_POLL and unwinds normally, so the guard restores the terminal.
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGINT,
+    ] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
+    }
+    let (guard, mut term) = term::TermGuard::enter()?;
+    let size = term.size()?;
+    app.resize(size.width, size.height);
+    let result = event_loop(&mut term, &mut app, &rx, &tx, &signal);
+    let _ = tx.send(Cmd::Quit);
+    drop(term);
+    drop(guard);
+    result
+}
+
+fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
+    match msg {
+        Msg::Frame(f) => app.push_frame(*f),
+        Msg::Replay {
+            index,
+            len,
+            playing,
+            frame,
+        } => {
+            let contiguous = app.replay.is_some_and(|r| index == r.index + 1);
+            if !contiguous {
+                app.clear_history();
+            }
+            app.set_replay(index, len, playing);
+            app.show_frame(*frame);
+        }
+        Msg::Users(u) => {
+            app.add_users(u);
+            app.rebuild();
+        }
+        Msg::Extras(e) => app.set_extras(e),
+        Msg::Warn(w) => app.message = Some(w),
+        Msg::Fatal(e) => return Err(e),
+    }
+    Ok(())
+}
+
+fn event_loop(
+    term: &mut term::Term,
+    app: &mut App,
+    rx: &Receiver<Msg>,
+    tx: &Sender<Cmd>,
+    signal: &AtomicUsize,
+) -> anyhow::Result<u8> {
+    let mut dirty = true;
+    loop {
+        let sig = signal.load(Ordering::Relaxed);
+        if sig != 0 {
+            return Ok(128u8.saturating_add(sig as u8));
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(m) => {
+                    apply(app, m).map_err(|e| anyhow::anyhow!(e))?;
+                    dirty = true;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    anyhow::bail!("the data collection thread stopped unexpectedly")
+                }
+            }
+        }
+        if dirty {
+            term.draw(|f| render::draw(f, app))?;
+            dirty = false;
+        }
+        if !event::poll(INPUT_POLL)? {
+            continue;
+        }
+        // Drain everything queued (mouse floods, pasted keys) before drawing.
+        loop {
+            let ev = event::read()?;
+            let playing = app.replay.map(|r| r.playing);
+            match app.handle_event(&ev) {
+                Action::Quit => return Ok(0),
+                Action::SetDelay(d) => {
+                    let _ = tx.send(Cmd::SetDelay(d));
+                }
+                Action::Seek(i) => {
+                    let _ = tx.send(Cmd::Seek(i));
+                }
+                Action::None => {}
+            }
+            if let Some(p) = app.replay.map(|r| r.playing) {
+                if Some(p) != playing {
+                    let _ = tx.send(Cmd::Play(p));
+                }
+            }
+            dirty = true;
+            if !event::poll(Duration::ZERO)? {
+                break;
+            }
+        }
+    }
 }

@@ -1,0 +1,42 @@
+//! One frame of the Processes view with 5,000 tasks on a TestBackend (the
+//! issue's budget is < 2 ms), plus the per-Frame ingest (sort/filter) cost.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use nettop::ui::app::{App, Options, Theme};
+use nettop::ui::{fixtures, render};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn app(w: u16, h: u16) -> App {
+    let mut a = App::new(Options {
+        delay: 1.0,
+        threads: false,
+        theme: Theme { color: true },
+        width: w,
+        height: h,
+    });
+    a.add_users(fixtures::users());
+    a.push_frame(fixtures::many_tasks(5000));
+    a
+}
+
+fn bench(c: &mut Criterion) {
+    for (w, h) in [(120u16, 40u16), (250, 80)] {
+        let a = app(w, h);
+        assert_eq!(a.rows.len(), 5000);
+        let mut term = Terminal::new(TestBackend::new(w, h)).expect("test backend");
+        c.bench_function(&format!("processes_5000_tasks_draw_{w}x{h}"), |b| {
+            b.iter(|| {
+                term.draw(|f| render::draw(f, &a)).expect("draw");
+            })
+        });
+    }
+    let mut a = app(120, 40);
+    let frame = fixtures::many_tasks(5000);
+    c.bench_function("processes_5000_tasks_ingest_frame", |b| {
+        b.iter(|| a.push_frame(frame.clone()))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

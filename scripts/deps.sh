@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# Sourced by install.sh and test.sh: everything a fresh Debian 12 (root)
+# needs to build, run and test nettop. Idempotent.
+
+export DEBIAN_FRONTEND=noninteractive
+
+# Build: clang (BPF objects), libelf/zlib (libbpf), hwloc (+ libudev, which
+# hwloc's static link wants). Run/test: bpftool, iproute2 (ip netns),
+# iperf3 (accuracy test traffic), util-linux (taskset), procps (top),
+# tmux (TUI tests), hwloc, prometheus (promtool for --serve output), atop.
+APT_PACKAGES=(
+    build-essential ca-certificates curl git
+    clang llvm libelf-dev zlib1g-dev pkg-config libhwloc-dev libudev-dev
+    bpftool iproute2 iperf3 util-linux procps tmux hwloc prometheus atop jq
+)
+
+install_system_packages() {
+    local missing=() p
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        echo ">>> apt-get install ${missing[*]}"
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+}
+
+# Debian 12's rustc (1.63) predates edition 2024: use rustup's stable.
+install_rust() {
+    if [[ -x "$HOME/.cargo/bin/cargo" ]]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+    if ! command -v rustup >/dev/null; then
+        echo ">>> installing Rust with rustup"
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+            sh -s -- -y --profile minimal --component rustfmt,clippy
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+}
+
+# BPF tracepoint attach works without tracefs (tp_btf/raw_tp), but bpftool
+# and the tests read event formats from it.
+mount_tracefs() {
+    if [[ -d /sys/kernel/tracing ]] && ! mountpoint -q /sys/kernel/tracing; then
+        mount -t tracefs nodev /sys/kernel/tracing || echo "warning: cannot mount tracefs" >&2
+    fi
+}

@@ -1,0 +1,460 @@
+//! Pure /proc and /sys readers: raw cumulative counters, no arithmetic and no
+//! formatting. Every path goes through [`Sysroot`] so tests can run against
+//! fake trees under `tests/fixtures/proc/`.
+//!
+//! Parsing is done by hand rather than through the `procfs` crate: a busy host
+//! has thousands of threads and we read three small files per thread every
+//! interval, so one reused buffer and no per-field allocation matter.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow};
+
+use crate::cpuset::CpuSet;
+use crate::model::raw::{CpuTimes, RawCpu, RawDevice, RawTask, Softnet};
+use crate::sysroot::Sysroot;
+
+/// `PF_KTHREAD` in include/linux/sched.h; `stat` field 9 carries the flags.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// A task that exits while we read it makes its files fail with ENOENT (the
+/// directory is gone) or ESRCH (the task is dead but not yet reaped). Both
+/// are normal on a busy host and mean "skip it".
+fn is_vanished(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Reads a whole file into `buf` (cleared first), reusing its allocation.
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    File::open(path)?.read_to_end(buf)?;
+    Ok(())
+}
+
+/// Numeric entries of a directory (PIDs in /proc, TIDs in task/), ascending.
+fn numeric_entries(dir: &Path) -> io::Result<Vec<u32>> {
+    let mut out: Vec<u32> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Fields of `/proc/<pid>/task/<tid>/stat` that nettop uses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatFields {
+    pub comm: String,
+    pub state: char,
+    pub flags: u64,
+    pub utime: u64,
+    pub stime: u64,
+    pub start_ticks: u64,
+    pub last_cpu: u32,
+}
+
+/// Parses a `stat` line. `comm` may contain spaces and ')' (a process can
+/// name itself anything), so it is everything between the first '(' and the
+/// LAST ')'; the numeric fields follow.
+pub fn parse_stat(text: &str) -> Result<StatFields, String> {
+    let open = text.find('(').ok_or("no '(' before comm")?;
+    let close = text.rfind(')').ok_or("no ')' after comm")?;
+    if close < open {
+        return Err("')' before '('".into());
+    }
+    let comm = text[open + 1..close].to_string();
+    // rest[0] is field 3 (state), so field N is rest[N - 3].
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    let field = |n: usize| -> Result<u64, String> {
+        let s = rest.get(n - 3).ok_or_else(|| format!("field {n} missing"))?;
+        // Signed fields (priority, nice) are never read; the ones we read are
+        // unsigned, but tolerate a stray sign rather than fail a whole sample.
+        s.parse::<u64>()
+            .or_else(|_| s.parse::<i64>().map(|v| v.max(0) as u64))
+            .map_err(|_| format!("field {n} '{s}' is not a number"))
+    };
+    let state = rest
+        .first()
+        .and_then(|s| s.chars().next())
+        .ok_or("state missing")?;
+    Ok(StatFields {
+        comm,
+        state,
+        flags: field(9)?,
+        utime: field(14)?,
+        stime: field(15)?,
+        start_ticks: field(22)?,
+        // Field 39 exists since 2.2; a truncated line is an error above.
+        last_cpu: u32::try_from(field(39)?).unwrap_or(0),
+    })
+}
+
+/// `schedstat`: "sum_exec_runtime run_delay timeslices".
+pub fn parse_schedstat(text: &str) -> Result<(u64, u64), String> {
+    let mut it = text.split_ascii_whitespace().map(str::parse::<u64>);
+    match (it.next(), it.next()) {
+        (Some(Ok(a)), Some(Ok(b))) => Ok((a, b)),
+        _ => Err(format!("expected two numbers, got '{}'", text.trim())),
+    }
+}
+
+/// `status`: effective UID (what top's USER shows) and `Cpus_allowed_list`.
+pub fn parse_status(text: &str) -> (u32, String) {
+    let mut uid = 0;
+    let mut aff = String::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("Uid:") {
+            // real, effective, saved, fs
+            uid = v
+                .split_ascii_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+        } else if let Some(v) = line.strip_prefix("Cpus_allowed_list:") {
+            aff = v.trim().to_string();
+        }
+    }
+    (uid, aff)
+}
+
+/// Why one task could not be read.
+enum TaskErr {
+    /// Gone between listing and reading: skip silently.
+    Vanished,
+    Other(anyhow::Error),
+}
+
+fn io_task_err(e: io::Error, path: &Path) -> TaskErr {
+    if is_vanished(&e) {
+        TaskErr::Vanished
+    } else {
+        TaskErr::Other(anyhow!(e).context(format!("reading {}", path.display())))
+    }
+}
+
+fn read_one_task(dir: &Path, tgid: u32, tid: u32, buf: &mut Vec<u8>) -> Result<RawTask, TaskErr> {
+    let p = dir.join("stat");
+    read_into(&p, buf).map_err(|e| io_task_err(e, &p))?;
+    // An exited-but-unreaped task can return an empty file.
+    if buf.is_empty() {
+        return Err(TaskErr::Vanished);
+    }
+    let st = parse_stat(&String::from_utf8_lossy(buf))
+        .map_err(|e| TaskErr::Other(anyhow!("{}: {e}", p.display())))?;
+
+    let p = dir.join("schedstat");
+    let (on_cpu_ns, run_delay_ns) = match read_into(&p, buf) {
+        Ok(()) => parse_schedstat(&String::from_utf8_lossy(buf))
+            .map_err(|e| TaskErr::Other(anyhow!("{}: {e}", p.display())))?,
+        // Kernels without CONFIG_SCHED_INFO have no schedstat at all: that
+        // is not a vanished task as long as the task directory is still there.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && dir.join("stat").exists() => (0, 0),
+        Err(e) => return Err(io_task_err(e, &p)),
+    };
+
+    let p = dir.join("status");
+    read_into(&p, buf).map_err(|e| io_task_err(e, &p))?;
+    let (uid, affinity) = parse_status(&String::from_utf8_lossy(buf));
+
+    Ok(RawTask {
+        tgid,
+        tid,
+        start_ticks: st.start_ticks,
+        comm: st.comm,
+        uid,
+        state: st.state,
+        utime_ticks: st.utime,
+        stime_ticks: st.stime,
+        on_cpu_ns,
+        run_delay_ns,
+        last_cpu: st.last_cpu,
+        affinity,
+        kthread: st.flags & PF_KTHREAD != 0,
+        irq: None,
+    })
+}
+
+/// Reads every thread of one process into `out`. A process that vanished is
+/// skipped; other errors propagate.
+fn read_process(proc_dir: &Path, pid: u32, out: &mut Vec<RawTask>, buf: &mut Vec<u8>) -> Result<()> {
+    let task_dir = proc_dir.join(pid.to_string()).join("task");
+    let tids = match numeric_entries(&task_dir) {
+        Ok(t) => t,
+        Err(e) if is_vanished(&e) => return Ok(()),
+        Err(e) => return Err(anyhow!(e).context(format!("listing {}", task_dir.display()))),
+    };
+    for tid in tids {
+        match read_one_task(&task_dir.join(tid.to_string()), pid, tid, buf) {
+            Ok(t) => out.push(t),
+            Err(TaskErr::Vanished) => {}
+            Err(TaskErr::Other(e)) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// PIDs whose `comm` is `ksoftirqd/N`. Only a `comm` read per process: much
+/// cheaper than reading every thread when a `-p` filter is active.
+fn ksoftirqd_pids(proc_dir: &Path, all: &[u32], buf: &mut Vec<u8>) -> Vec<u32> {
+    all.iter()
+        .copied()
+        .filter(|pid| {
+            read_into(&proc_dir.join(pid.to_string()).join("comm"), buf).is_ok()
+                && buf.starts_with(b"ksoftirqd/")
+        })
+        .collect()
+}
+
+/// Every thread of the given processes (all processes when `pids` is empty),
+/// plus all `ksoftirqd/N` threads, which the per-CPU view always needs.
+pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
+    let proc_dir = root.proc();
+    let all = numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))?;
+    let mut buf = Vec::with_capacity(2048);
+    let wanted: Vec<u32> = if pids.is_empty() {
+        all
+    } else {
+        let mut w: Vec<u32> = pids.to_vec();
+        w.extend(ksoftirqd_pids(&proc_dir, &all, &mut buf));
+        w.sort_unstable();
+        w.dedup();
+        w
+    };
+    let mut out = Vec::with_capacity(wanted.len() * 2);
+    for pid in wanted {
+        read_process(&proc_dir, pid, &mut out, &mut buf)?;
+    }
+    Ok(out)
+}
+
+/// Per-CPU lines of /proc/stat ("cpuN ..."), clock ticks. Missing trailing
+/// columns (old kernels) read as 0. Only online CPUs are listed by the kernel.
+pub fn read_cpu_times(root: &Sysroot) -> Result<Vec<(u32, CpuTimes)>> {
+    let path = root.path("/proc/stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    parse_proc_stat(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else { continue };
+        // The aggregate line is "cpu  <numbers>": no index after "cpu".
+        if rest.starts_with(|c: char| c.is_ascii_whitespace()) {
+            continue;
+        }
+        let mut it = rest.split_ascii_whitespace();
+        let Some(Ok(cpu)) = it.next().map(str::parse::<u32>) else {
+            return Err(format!("bad cpu line '{line}'"));
+        };
+        let mut v = [0u64; 10];
+        for (slot, s) in v.iter_mut().zip(it) {
+            *slot = s.parse().map_err(|_| format!("bad number '{s}' in '{line}'"))?;
+        }
+        out.push((
+            cpu,
+            CpuTimes {
+                user: v[0],
+                nice: v[1],
+                system: v[2],
+                idle: v[3],
+                iowait: v[4],
+                irq: v[5],
+                softirq: v[6],
+                steal: v[7],
+                guest: v[8],
+                guest_nice: v[9],
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn read_cpu_list(root: &Sysroot, abs: &str) -> Result<CpuSet> {
+    let path = root.path(abs);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    CpuSet::parse_list(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// `/sys/devices/system/cpu/online`.
+pub fn read_online(root: &Sysroot) -> Result<CpuSet> {
+    read_cpu_list(root, "/sys/devices/system/cpu/online")
+}
+
+/// `/proc/net/softnet_stat`, mapped to CPUs. Kernels since 5.10 print the CPU
+/// index in column 12; older ones print one row per online CPU in order, so
+/// row i belongs to the i-th online CPU.
+pub fn read_softnet(root: &Sysroot) -> Result<Vec<(u32, Softnet)>> {
+    let path = root.path("/proc/net/softnet_stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let needs_online = text
+        .lines()
+        .any(|l| !l.trim().is_empty() && l.split_ascii_whitespace().count() < 13);
+    let online = if needs_online { Some(read_online(root)?) } else { None };
+    parse_softnet(&text, online.as_ref()).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+pub fn parse_softnet(text: &str, online: Option<&CpuSet>) -> Result<Vec<(u32, Softnet)>, String> {
+    let mut online_iter = online.map(|o| o.iter().collect::<Vec<_>>()).unwrap_or_default().into_iter();
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let cols: Vec<u64> = line
+            .split_ascii_whitespace()
+            .map(|s| u64::from_str_radix(s, 16).map_err(|_| format!("bad hex '{s}' in '{line}'")))
+            .collect::<Result<_, _>>()?;
+        if cols.len() < 3 {
+            return Err(format!("too few columns in '{line}'"));
+        }
+        let col = |i: usize| cols.get(i).copied().unwrap_or(0);
+        let cpu = if cols.len() >= 13 {
+            u32::try_from(col(12)).map_err(|_| format!("cpu index out of range in '{line}'"))?
+        } else {
+            online_iter
+                .next()
+                .ok_or_else(|| format!("more rows than online CPUs at '{line}'"))?
+        };
+        out.push((
+            cpu,
+            Softnet {
+                processed: col(0),
+                dropped: col(1),
+                time_squeeze: col(2),
+                received_rps: col(9),
+                flow_limit: col(10),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// `/sys/class/net/*`: ifindex and statistics. A device deleted while we read
+/// it (veth pairs come and go) is skipped.
+pub fn read_devices(root: &Sysroot) -> Result<Vec<RawDevice>> {
+    let dir = root.path("/sys/class/net");
+    let mut names: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect(),
+        // No /sys/class/net (minimal container): no devices, not an error.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(anyhow!(e).context(format!("listing {}", dir.display()))),
+    };
+    names.sort();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let d = dir.join(&name);
+        // Files like "bonding_masters" live here too: no ifindex, not a device.
+        let read_num = |rel: &str| -> Result<Option<u64>> {
+            let p = d.join(rel);
+            match std::fs::read_to_string(&p) {
+                Ok(s) => s
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| anyhow!("{}: '{}' is not a number", p.display(), s.trim())),
+                Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory => Ok(None),
+                Err(e) => Err(anyhow!(e).context(format!("reading {}", p.display()))),
+            }
+        };
+        let Some(ifindex) = read_num("ifindex")? else { continue };
+        let stat = |s: &str| -> Result<u64> { Ok(read_num(&format!("statistics/{s}"))?.unwrap_or(0)) };
+        out.push(RawDevice {
+            ifindex: u32::try_from(ifindex).unwrap_or(0),
+            rx_packets: stat("rx_packets")?,
+            rx_bytes: stat("rx_bytes")?,
+            tx_packets: stat("tx_packets")?,
+            tx_bytes: stat("tx_bytes")?,
+            rx_dropped: stat("rx_dropped")?,
+            name,
+        });
+    }
+    Ok(out)
+}
+
+/// CPU -> TID of `ksoftirqd/<cpu>` (kernel threads only, so a user process
+/// calling itself "ksoftirqd/0" is not mistaken for it).
+pub fn find_ksoftirqd(tasks: &[RawTask]) -> BTreeMap<u32, u32> {
+    tasks
+        .iter()
+        .filter(|t| t.kthread)
+        .filter_map(|t| {
+            let cpu = t.comm.strip_prefix("ksoftirqd/")?.parse().ok()?;
+            Some((cpu, t.tid))
+        })
+        .collect()
+}
+
+/// CPUs that exist: `present`, else `possible`, else none (the caller then
+/// falls back to what /proc/stat and `online` list).
+fn read_present(root: &Sysroot) -> CpuSet {
+    read_cpu_list(root, "/sys/devices/system/cpu/present")
+        .or_else(|_| read_cpu_list(root, "/sys/devices/system/cpu/possible"))
+        .unwrap_or_default()
+}
+
+/// One row per present CPU with /proc/stat times, softnet counters, online
+/// state and ksoftirqd TID. `irq`/`net` stay `None`: the BPF collector fills
+/// them. An offline CPU keeps its row (`online: false`, no times) so deltas
+/// across a hotplug are shown as "offline" rather than as zeros.
+pub fn read_cpus(root: &Sysroot, tasks: &[RawTask]) -> Result<Vec<RawCpu>> {
+    let online = read_online(root)?;
+    let times: BTreeMap<u32, CpuTimes> = read_cpu_times(root)?.into_iter().collect();
+    // softnet_stat is absent without CONFIG_NET; that is not an error.
+    let softnet: BTreeMap<u32, Softnet> = if root.path("/proc/net/softnet_stat").exists() {
+        read_softnet(root)?.into_iter().collect()
+    } else {
+        BTreeMap::new()
+    };
+    let ksoftirqd = find_ksoftirqd(tasks);
+    let all = read_present(root)
+        .union(&online)
+        .union(&CpuSet::from_cpus(times.keys().copied()));
+    Ok(all
+        .iter()
+        .map(|cpu| RawCpu {
+            cpu,
+            online: online.contains(cpu),
+            times: times.get(&cpu).cloned(),
+            softnet: softnet.get(&cpu).cloned(),
+            irq: None,
+            net: None,
+            ksoftirqd_tid: ksoftirqd.get(&cpu).copied(),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_parens_and_spaces_in_comm() {
+        let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 10 0 0 0 7 3 0 0 20 0 1 0 12345 100 200 \
+                    1 1 1 1 1 1 0 0 0 0 0 0 0 17 5 0 0 0 0 0";
+        let s = parse_stat(line).unwrap();
+        assert_eq!(s.comm, "a) b (c)");
+        assert_eq!(s.state, 'S');
+        assert_eq!((s.utime, s.stime, s.start_ticks, s.last_cpu), (7, 3, 12345, 5));
+        assert_eq!(s.flags, 4194560);
+    }
+
+    #[test]
+    fn truncated_stat_is_an_error() {
+        assert!(parse_stat("1 (x) S 0 1").is_err());
+        assert!(parse_stat("garbage").is_err());
+    }
+
+    #[test]
+    fn proc_stat_short_lines() {
+        let v = parse_proc_stat("cpu  1 2 3 4\ncpu0 1 2 3 4 5 6 7\nintr 5\n").unwrap();
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].1.softirq, 7);
+        assert_eq!(v[0].1.steal, 0);
+        assert!(parse_proc_stat("cpu0 1 x\n").is_err());
+        assert!(parse_proc_stat("cpuX 1 2\n").is_err());
+    }
+}

@@ -1,0 +1,482 @@
+//! Reading recordings: an index of record offsets built from headers only, so
+//! a day-long recording opens in milliseconds and samples are decoded on
+//! demand. Anything wrong is reported with the file name and byte offset.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use super::format::{
+    self, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD, Meta, RECORD_HEADER_LEN, RecordHeader,
+};
+use crate::model::raw::{HostInfo, RawSample};
+
+/// Something the reader skipped or noticed but could work around.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub offset: u64,
+    pub kind: WarningKind,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarningKind {
+    /// The file ends inside a record: the recorder was killed mid-write.
+    /// Expected after `kill -9` or power loss; at most one snapshot lost.
+    TornTail,
+    /// Bytes that are not a valid record in the middle of the file.
+    Corrupt,
+    /// A record type this version does not know (optional, skipped).
+    Unknown,
+    /// The file has no end record: the recorder did not close cleanly.
+    NotClosed,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "offset {}: {}", self.offset, self.message)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    offset: u64,
+    len: u32,
+    encoding: u8,
+    unix_ms: u64,
+}
+
+/// An open recording. Holds the index (about 24 bytes per sample), never the
+/// samples themselves.
+#[derive(Debug)]
+pub struct Recording {
+    path: PathBuf,
+    file: File,
+    file_len: u64,
+    version: u16,
+    meta: Meta,
+    samples: Vec<Entry>,
+    topology: Option<Entry>,
+    warnings: Vec<Warning>,
+    closed_cleanly: bool,
+}
+
+enum Step {
+    /// A plausible record header at this offset.
+    Record(RecordHeader),
+    /// Fewer bytes left than a header / the payload claims.
+    Short,
+    /// Not a record header.
+    Bad(String),
+}
+
+impl Recording {
+    /// Opens and indexes `path`. Fails (naming the file and offset) when the
+    /// file is not a readable nettop recording at all; problems after the
+    /// host record become [`Recording::warnings`].
+    pub fn open(path: impl AsRef<Path>) -> anyhow::Result<Recording> {
+        let path = path.as_ref();
+        let file =
+            File::open(path).with_context(|| format!("cannot open recording {}", path.display()))?;
+        let file_len = file
+            .metadata()
+            .with_context(|| format!("cannot stat recording {}", path.display()))?
+            .len();
+        let at = |off: u64| format!("{}: offset {off}", path.display());
+        if file_len == 0 {
+            bail!("{}: empty file, not a nettop recording", at(0));
+        }
+        let mut head = [0u8; FILE_HEADER_LEN];
+        let n = read_up_to(&file, 0, &mut head)
+            .with_context(|| format!("{}: cannot read header", at(0)))?;
+        if head[..n.min(8)] != MAGIC[..n.min(8)] {
+            let hint = if head[..4] == [0x28, 0xb5, 0x2f, 0xfd] {
+                " (it is a plain zstd stream; decompress it or check the file)"
+            } else {
+                ""
+            };
+            bail!("{}: not a nettop recording (bad magic){hint}", at(0));
+        }
+        if n < FILE_HEADER_LEN {
+            bail!(
+                "{}: truncated file header ({n} of {FILE_HEADER_LEN} bytes)",
+                at(0)
+            );
+        }
+        let crc = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+        if crc != crc32fast::hash(&head[0..12]) {
+            bail!("{}: corrupted file header (checksum mismatch)", at(8));
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version == 0 || version > format::VERSION {
+            bail!(
+                "{}: recording format version {version}, this nettop reads up to {} (upgrade nettop)",
+                at(8),
+                format::VERSION
+            );
+        }
+
+        let mut rec = Recording {
+            path: path.to_path_buf(),
+            file,
+            file_len,
+            version,
+            meta: Meta::default(),
+            samples: Vec::new(),
+            topology: None,
+            warnings: Vec::new(),
+            closed_cleanly: false,
+        };
+        rec.index()?;
+        Ok(rec)
+    }
+
+    fn at(&self, off: u64) -> String {
+        format!("{}: offset {off}", self.path.display())
+    }
+
+    fn step(&self, pos: u64) -> anyhow::Result<Step> {
+        if self.file_len - pos < RECORD_HEADER_LEN as u64 {
+            return Ok(Step::Short);
+        }
+        let mut hb = [0u8; RECORD_HEADER_LEN];
+        self.file
+            .read_exact_at(&mut hb, pos)
+            .with_context(|| format!("{}: read error", self.at(pos)))?;
+        let Some(h) = RecordHeader::parse(&hb) else {
+            return Ok(Step::Bad("no record marker".into()));
+        };
+        if h.len > MAX_PAYLOAD {
+            return Ok(Step::Bad(format!(
+                "record claims {} bytes, over the {} MiB limit",
+                h.len,
+                MAX_PAYLOAD >> 20
+            )));
+        }
+        if pos + (RECORD_HEADER_LEN as u64) + u64::from(h.len) > self.file_len {
+            return Ok(Step::Short);
+        }
+        Ok(Step::Record(h))
+    }
+
+    /// Reads and checksums a record's payload.
+    fn payload(&self, off: u64, h: &RecordHeader) -> anyhow::Result<Vec<u8>> {
+        let mut buf = vec![0u8; RECORD_HEADER_LEN + h.len as usize];
+        self.file
+            .read_exact_at(&mut buf, off)
+            .with_context(|| format!("{}: read error", self.at(off)))?;
+        let (head, body) = buf.split_at(RECORD_HEADER_LEN);
+        let crc = RecordHeader::compute_crc(head, body);
+        if crc != h.crc {
+            bail!(
+                "{}: corrupted record (checksum {crc:08x}, expected {:08x})",
+                self.at(off),
+                h.crc
+            );
+        }
+        buf.drain(..RECORD_HEADER_LEN);
+        Ok(buf)
+    }
+
+    /// Next offset from `from` holding a record whose checksum verifies.
+    fn resync(&self, from: u64) -> anyhow::Result<Option<u64>> {
+        const CHUNK: usize = 1 << 16;
+        let mut pos = from;
+        let mut buf = vec![0u8; CHUNK + 3];
+        while pos < self.file_len {
+            let n = read_up_to(&self.file, pos, &mut buf)
+                .with_context(|| format!("{}: read error", self.at(pos)))?;
+            if n < 4 {
+                break;
+            }
+            for i in 0..=n - 4 {
+                if buf[i..i + 4] == format::SYNC {
+                    let cand = pos + i as u64;
+                    if let Step::Record(h) = self.step(cand)?
+                        && self.payload(cand, &h).is_ok()
+                    {
+                        return Ok(Some(cand));
+                    }
+                }
+            }
+            pos += (n - 3) as u64;
+        }
+        Ok(None)
+    }
+
+    fn index(&mut self) -> anyhow::Result<()> {
+        let mut pos = FILE_HEADER_LEN as u64;
+        let mut have_meta = false;
+        let mut last_sample_verified = true;
+        while pos < self.file_len {
+            let step = self.step(pos)?;
+            let h = match step {
+                Step::Record(h) => h,
+                Step::Short | Step::Bad(_) => {
+                    if !have_meta {
+                        let why = match step {
+                            Step::Bad(w) => w,
+                            _ => "file ends inside it".into(),
+                        };
+                        bail!("{}: unreadable host record: {why}", self.at(pos));
+                    }
+                    // A torn tail only if nothing valid follows; otherwise
+                    // this is damage in the middle of the file.
+                    match self.resync(pos + 1)? {
+                        Some(next) => {
+                            let why = match step {
+                                Step::Bad(w) => w,
+                                _ => "record length runs past the end of file".into(),
+                            };
+                            self.warnings.push(Warning {
+                                offset: pos,
+                                kind: WarningKind::Corrupt,
+                                message: format!(
+                                    "corrupted record ({why}); skipped {} bytes",
+                                    next - pos
+                                ),
+                            });
+                            pos = next;
+                            continue;
+                        }
+                        None => {
+                            self.warnings.push(Warning {
+                                offset: pos,
+                                kind: WarningKind::TornTail,
+                                message: format!(
+                                    "torn tail: last {} bytes are an incomplete record (recorder killed mid-write?), skipped",
+                                    self.file_len - pos
+                                ),
+                            });
+                            break;
+                        }
+                    }
+                }
+            };
+            let next = pos + RECORD_HEADER_LEN as u64 + u64::from(h.len);
+            let is_last = next == self.file_len;
+            match h.rtype {
+                format::TYPE_META if !have_meta => {
+                    let body = self
+                        .payload(pos, &h)
+                        .context("the host record is unreadable")?;
+                    let bytes = decode_bytes(&body, h.encoding)
+                        .with_context(|| format!("{}: host record", self.at(pos)))?;
+                    self.meta = serde_json::from_slice(&bytes).with_context(|| {
+                        format!("{}: host record is not valid JSON metadata", self.at(pos))
+                    })?;
+                    have_meta = true;
+                }
+                _ if !have_meta => {
+                    bail!(
+                        "{}: first record has type {:#04x}, expected the host record",
+                        self.at(pos),
+                        h.rtype
+                    );
+                }
+                format::TYPE_META => self.warnings.push(Warning {
+                    offset: pos,
+                    kind: WarningKind::Unknown,
+                    message: "second host record ignored".into(),
+                }),
+                format::TYPE_SAMPLE => {
+                    // Headers only: payload checksums are verified by get().
+                    // The last record is checked now, because a power loss
+                    // can leave a full-length record of zeros.
+                    if is_last {
+                        last_sample_verified = self.payload(pos, &h).is_ok();
+                        if !last_sample_verified {
+                            self.warnings.push(Warning {
+                                offset: pos,
+                                kind: WarningKind::TornTail,
+                                message: "torn tail: last record fails its checksum, skipped"
+                                    .into(),
+                            });
+                            break;
+                        }
+                    }
+                    self.samples.push(Entry {
+                        offset: pos,
+                        len: h.len,
+                        encoding: h.encoding,
+                        unix_ms: h.unix_ms,
+                    });
+                }
+                format::TYPE_END => self.closed_cleanly = true,
+                format::TYPE_TOPOLOGY => {
+                    self.topology = Some(Entry {
+                        offset: pos,
+                        len: h.len,
+                        encoding: h.encoding,
+                        unix_ms: h.unix_ms,
+                    })
+                }
+                t if t >= format::TYPE_CRITICAL => bail!(
+                    "{}: record type {t:#04x} needs a newer nettop",
+                    self.at(pos)
+                ),
+                t => self.warnings.push(Warning {
+                    offset: pos,
+                    kind: WarningKind::Unknown,
+                    message: format!("unknown optional record type {t:#04x} skipped"),
+                }),
+            }
+            pos = next;
+        }
+        if !have_meta {
+            bail!(
+                "{}: no host record (file has only a header)",
+                self.at(FILE_HEADER_LEN as u64)
+            );
+        }
+        let _ = last_sample_verified;
+        if !self.closed_cleanly && !self.warnings.iter().any(|w| w.kind == WarningKind::TornTail) {
+            self.warnings.push(Warning {
+                offset: self.file_len,
+                kind: WarningKind::NotClosed,
+                message: "no end record: the recorder did not close cleanly".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn host(&self) -> &HostInfo {
+        &self.meta.host
+    }
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+    /// Framing version of the file.
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+    /// `true` when the recorder wrote its end record (not killed).
+    pub fn closed_cleanly(&self) -> bool {
+        self.closed_cleanly
+    }
+    /// Wall-clock time of sample `i` from the index, without decoding it.
+    pub fn unix_ms(&self, i: usize) -> Option<u64> {
+        self.samples.get(i).map(|e| e.unix_ms)
+    }
+    /// Index of the last sample taken at or before `unix_ms` (the first
+    /// sample if all are later): "jump to time".
+    pub fn index_at(&self, unix_ms: u64) -> Option<usize> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        let n = self.samples.partition_point(|e| e.unix_ms <= unix_ms);
+        Some(n.saturating_sub(1))
+    }
+
+    /// Decodes sample `i`, verifying its checksum.
+    pub fn get(&self, i: usize) -> anyhow::Result<RawSample> {
+        let Some(e) = self.samples.get(i) else {
+            bail!(
+                "{}: sample {i} out of range ({} samples)",
+                self.path.display(),
+                self.samples.len()
+            );
+        };
+        let h = RecordHeader {
+            len: e.len,
+            rtype: format::TYPE_SAMPLE,
+            encoding: e.encoding,
+            unix_ms: e.unix_ms,
+            crc: self.stored_crc(e.offset)?,
+        };
+        let body = self.payload(e.offset, &h)?;
+        let bytes = decode_bytes(&body, e.encoding)
+            .with_context(|| format!("{}: sample {i}", self.at(e.offset)))?;
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "{}: sample {i} is not a valid snapshot for this nettop",
+                self.at(e.offset)
+            )
+        })
+    }
+
+    /// The recorded topology blob (hwloc XML), if the recorder stored one.
+    pub fn topology(&self) -> anyhow::Result<Option<Vec<u8>>> {
+        let Some(e) = self.topology else {
+            return Ok(None);
+        };
+        let h = RecordHeader {
+            len: e.len,
+            rtype: format::TYPE_TOPOLOGY,
+            encoding: e.encoding,
+            unix_ms: e.unix_ms,
+            crc: self.stored_crc(e.offset)?,
+        };
+        let body = self.payload(e.offset, &h)?;
+        Ok(Some(decode_bytes(&body, e.encoding).with_context(|| {
+            format!("{}: topology record", self.at(e.offset))
+        })?))
+    }
+
+    fn stored_crc(&self, off: u64) -> anyhow::Result<u32> {
+        let mut b = [0u8; 4];
+        self.file
+            .read_exact_at(&mut b, off + 20)
+            .with_context(|| format!("{}: read error", self.at(off)))?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Reads every sample, checksums and decodes it: the slow, thorough check
+    /// behind `open`'s fast header-only index. Returns one message per bad
+    /// sample.
+    pub fn verify(&self) -> Vec<String> {
+        (0..self.len())
+            .filter_map(|i| self.get(i).err().map(|e| format!("{e:#}")))
+            .collect()
+    }
+}
+
+/// Undoes the record encoding, never producing more than [`MAX_PAYLOAD`].
+pub fn decode_bytes(body: &[u8], encoding: u8) -> anyhow::Result<Vec<u8>> {
+    match encoding {
+        format::ENC_JSON | format::ENC_BYTES => Ok(body.to_vec()),
+        format::ENC_ZSTD_JSON | format::ENC_ZSTD_BYTES => {
+            let dec = zstd::stream::read::Decoder::new(body).context("zstd decoder")?;
+            let mut out = Vec::new();
+            dec.take(u64::from(MAX_PAYLOAD) + 1)
+                .read_to_end(&mut out)
+                .context("corrupted zstd payload")?;
+            if out.len() > MAX_PAYLOAD as usize {
+                bail!(
+                    "zstd payload expands past the {} MiB limit",
+                    MAX_PAYLOAD >> 20
+                );
+            }
+            Ok(out)
+        }
+        e => bail!("unknown payload encoding {e}"),
+    }
+}
+
+fn read_up_to(f: &File, off: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], off + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

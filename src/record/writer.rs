@@ -1,0 +1,166 @@
+//! Writing recordings: one `write()` and one `fdatasync()` per record, so a
+//! killed recorder or a power cut loses at most the record being written.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use super::format::{self, End, MAX_PAYLOAD, Meta};
+use crate::model::raw::RawSample;
+
+/// zstd level per record: level 3 is the library default; higher levels buy
+/// a few percent at several times the CPU, which a 1 s recorder should not spend.
+const ZSTD_LEVEL: i32 = 3;
+
+pub struct Writer {
+    path: PathBuf,
+    file: File,
+    compressed: bool,
+    bytes: u64,
+    samples: u64,
+    /// `fdatasync` after each record (power-loss safety).
+    sync: bool,
+}
+
+/// `true` when records of `path` should be zstd-compressed.
+pub fn wants_zstd(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "zst")
+}
+
+impl Writer {
+    /// Creates `path` (refusing to overwrite a non-empty file: it may be
+    /// yesterday's evidence) and writes the file header.
+    pub fn create(path: &Path, compressed: bool, sync: bool) -> anyhow::Result<Writer> {
+        if let Ok(m) = std::fs::metadata(path)
+            && m.len() > 0
+        {
+            bail!(
+                "{} already exists and is not empty; refusing to overwrite a recording (remove it or choose another name)",
+                path.display()
+            );
+        }
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .with_context(|| format!("cannot create recording {}", path.display()))?;
+        let head = format::file_header(compressed);
+        file.write_all(&head)
+            .with_context(|| format!("cannot write to {}", path.display()))?;
+        Ok(Writer {
+            path: path.to_path_buf(),
+            file,
+            compressed,
+            bytes: head.len() as u64,
+            samples: 0,
+            sync,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Bytes written to the current file so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Frames (and compresses) one record without writing it.
+    pub fn encode(&self, rtype: u8, unix_ms: u64, json: &[u8]) -> anyhow::Result<Vec<u8>> {
+        if json.len() > MAX_PAYLOAD as usize {
+            bail!(
+                "record of {} bytes exceeds the {} MiB limit",
+                json.len(),
+                MAX_PAYLOAD >> 20
+            );
+        }
+        let (enc, body) = if self.compressed {
+            let z = zstd::bulk::compress(json, ZSTD_LEVEL).context("zstd compression")?;
+            (format::ENC_ZSTD_JSON, z)
+        } else {
+            (format::ENC_JSON, json.to_vec())
+        };
+        if body.len() > MAX_PAYLOAD as usize {
+            bail!("compressed record exceeds the {} MiB limit", MAX_PAYLOAD >> 20);
+        }
+        Ok(format::encode_record(rtype, enc, unix_ms, &body))
+    }
+
+    /// Frames a snapshot; pass the result to [`Writer::write_record`].
+    pub fn encode_sample(&self, s: &RawSample) -> anyhow::Result<Vec<u8>> {
+        let json = serde_json::to_vec(s).context("encoding snapshot")?;
+        self.encode(format::TYPE_SAMPLE, s.unix_ms, &json)
+    }
+
+    /// Appends one framed record in a single write, then syncs.
+    pub fn write_record(&mut self, rec: &[u8]) -> anyhow::Result<u64> {
+        self.file
+            .write_all(rec)
+            .with_context(|| format!("cannot write to {}", self.path.display()))?;
+        if self.sync {
+            self.file
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        }
+        self.bytes += rec.len() as u64;
+        if rec.get(8) == Some(&format::TYPE_SAMPLE) {
+            self.samples += 1;
+        }
+        Ok(rec.len() as u64)
+    }
+
+    pub fn write_meta(&mut self, meta: &Meta) -> anyhow::Result<u64> {
+        let json = serde_json::to_vec(meta).context("encoding host record")?;
+        let rec = self.encode(format::TYPE_META, meta.created_unix_ms, &json)?;
+        self.write_record(&rec)
+    }
+
+    /// Appends one snapshot; returns the bytes it took on disk.
+    pub fn write_sample(&mut self, s: &RawSample) -> anyhow::Result<u64> {
+        let rec = self.encode_sample(s)?;
+        self.write_record(&rec)
+    }
+
+    /// Stores an opaque topology blob (hwloc XML) for `--pinning-check --replay`.
+    pub fn write_topology(&mut self, xml: &[u8]) -> anyhow::Result<u64> {
+        let (enc, body) = if self.compressed {
+            let z = zstd::bulk::compress(xml, ZSTD_LEVEL).context("zstd compression")?;
+            (format::ENC_ZSTD_BYTES, z)
+        } else {
+            (format::ENC_BYTES, xml.to_vec())
+        };
+        if body.len() > MAX_PAYLOAD as usize {
+            bail!("topology exceeds the {} MiB record limit", MAX_PAYLOAD >> 20);
+        }
+        let rec = format::encode_record(format::TYPE_TOPOLOGY, enc, now_unix_ms(), &body);
+        self.write_record(&rec)
+    }
+
+    /// Writes the end record; the file then reads as cleanly closed.
+    pub fn finish(mut self, reason: &str) -> anyhow::Result<u64> {
+        let end = End {
+            samples: self.samples,
+            reason: reason.to_string(),
+        };
+        let json = serde_json::to_vec(&end).context("encoding end record")?;
+        let rec = self.encode(format::TYPE_END, now_unix_ms(), &json)?;
+        self.write_record(&rec)?;
+        self.file
+            .sync_all()
+            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        Ok(self.bytes)
+    }
+}
+
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

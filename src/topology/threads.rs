@@ -1,0 +1,281 @@
+//! Thread placement: affinity, last CPU, cgroup cpuset, memory placement and
+//! NICs in use. The expensive parts (numa_maps, sockets, CPU sampling) are
+//! done only for pinned threads, which keeps a 2,000-thread host fast.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use super::net::{NetNs, nics_of, socket_inodes};
+use super::{Nic, ThreadInfo};
+use crate::cpuset::CpuSet;
+use crate::sysroot::Sysroot;
+
+/// `PF_KTHREAD` in include/linux/sched.h.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+pub(super) struct ThreadScan {
+    pub threads: Vec<ThreadInfo>,
+    pub irqbalance_pid: Option<u32>,
+}
+
+struct Stat {
+    comm: String,
+    flags: u64,
+    last_cpu: Option<u32>,
+}
+
+fn parse_stat(s: &str) -> Option<Stat> {
+    let open = s.find('(')?;
+    let close = s.rfind(')')?;
+    let comm = s.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = s.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state); field n is rest[n - 3].
+    Some(Stat {
+        comm,
+        flags: rest.get(6)?.parse().ok()?,
+        last_cpu: rest.get(36).and_then(|c| c.parse().ok()),
+    })
+}
+
+fn numeric_dirs(root: &Sysroot, abs: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(root.path(abs))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// cgroup path and the effective cpuset it imposes.
+fn cgroup_cpuset(
+    root: &Sysroot,
+    pid: u32,
+    cache: &mut HashMap<String, Option<CpuSet>>,
+) -> (Option<String>, Option<CpuSet>) {
+    let Some(text) = root.read_opt(format!("/proc/{pid}/cgroup")) else {
+        return (None, None);
+    };
+    let mut v2 = None;
+    let mut v1 = None;
+    for l in text.lines() {
+        let mut it = l.splitn(3, ':');
+        let (Some(_id), Some(ctrl), Some(path)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if ctrl.is_empty() {
+            v2 = Some(path.to_string());
+        } else if ctrl.split(',').any(|c| c == "cpuset") {
+            v1 = Some(path.to_string());
+        }
+    }
+    let (path, candidates): (String, Vec<String>) = if let Some(p) = v1 {
+        let base = format!("/sys/fs/cgroup/cpuset{}", p.trim_end_matches('/'));
+        (
+            p,
+            vec![
+                format!("{base}/cpuset.effective_cpus"),
+                format!("{base}/cpuset.cpus"),
+            ],
+        )
+    } else if let Some(p) = v2 {
+        // cpuset.cpus.effective exists only where the controller is enabled:
+        // walk up to the nearest cgroup that has it.
+        let mut c = Vec::new();
+        let mut cur = p.trim_end_matches('/').to_string();
+        loop {
+            c.push(format!("/sys/fs/cgroup{cur}/cpuset.cpus.effective"));
+            match cur.rfind('/') {
+                Some(i) if !cur.is_empty() => cur.truncate(i),
+                _ => break,
+            }
+        }
+        (p, c)
+    } else {
+        return (None, None);
+    };
+    let key = candidates.first().cloned().unwrap_or_default();
+    let set = cache
+        .entry(key)
+        .or_insert_with(|| {
+            candidates
+                .iter()
+                .find_map(|f| root.read_opt(f))
+                .and_then(|s| CpuSet::parse_list(&s).ok())
+                .filter(|s| !s.is_empty())
+        })
+        .clone();
+    (Some(path), set)
+}
+
+/// KiB of the process's memory per NUMA node, from `numa_maps`.
+fn numa_kib(root: &Sysroot, pid: u32) -> Option<BTreeMap<u32, u64>> {
+    let text = root.read(format!("/proc/{pid}/numa_maps")).ok()?;
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        let mut page_kb = 4u64;
+        let mut per: Vec<(u32, u64)> = Vec::new();
+        for tok in l.split_whitespace() {
+            if let Some(v) = tok.strip_prefix("kernelpagesize_kB=") {
+                page_kb = v.parse().unwrap_or(4);
+            } else if let Some((n, c)) = tok.strip_prefix('N').and_then(|t| t.split_once('='))
+                && let (Ok(n), Ok(c)) = (n.parse::<u32>(), c.parse::<u64>())
+            {
+                per.push((n, c));
+            }
+        }
+        for (n, c) in per {
+            *m.entry(n).or_insert(0) += c * page_kb;
+        }
+    }
+    Some(m)
+}
+
+fn schedstat_ns(root: &Sysroot, pid: u32, tid: u32) -> Option<u64> {
+    root.read_opt(format!("/proc/{pid}/task/{tid}/schedstat"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+pub(super) fn load_threads(
+    root: &Sysroot,
+    online: &CpuSet,
+    nics: &[Nic],
+    sample: Option<Duration>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<ThreadScan> {
+    let t0 = Instant::now();
+    let pids = numeric_dirs(root, "/proc");
+    if pids.is_empty() {
+        notes.push(format!(
+            "{}: no processes readable: thread placement not checked",
+            root.proc().display()
+        ));
+    }
+    let multi_node = nics.iter().any(|n| n.numa_node.is_some())
+        || root.path("/sys/devices/system/node/node1").exists();
+    let ifindex: BTreeMap<u32, String> = nics
+        .iter()
+        .filter_map(|n| Some((n.ifindex?, n.name.clone())))
+        .collect();
+    let own_ns = std::fs::read_link(root.path("/proc/self/ns/net")).ok();
+    let mut cg_cache = HashMap::new();
+    let mut ns_cache: HashMap<String, NetNs> = HashMap::new();
+    let mut out = Vec::new();
+    let mut irqbalance_pid = None;
+    let mut first_sample: Vec<(usize, u64, Instant)> = Vec::new();
+    for pid in pids {
+        let tids = numeric_dirs(root, &format!("/proc/{pid}/task"));
+        let (cgroup, cpuset) = cgroup_cpuset(root, pid, &mut cg_cache);
+        let cpuset = cpuset.filter(|c| !online.is_subset(c));
+        let start = out.len();
+        for tid in tids {
+            let dir = format!("/proc/{pid}/task/{tid}");
+            // Threads exit while we look: a vanished file is not an error.
+            let Some(stat) = root.read_opt(format!("{dir}/stat")).and_then(|s| parse_stat(&s))
+            else {
+                continue;
+            };
+            if tid == pid && stat.comm == "irqbalance" {
+                irqbalance_pid = Some(pid);
+            }
+            let affinity = root
+                .read_opt(format!("{dir}/status"))
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                        .map(|v| v.trim().to_string())
+                })
+                .and_then(|v| CpuSet::parse_list(&v).ok())
+                .unwrap_or_default();
+            out.push(ThreadInfo {
+                pid,
+                tid,
+                comm: stat.comm,
+                affinity,
+                last_cpu: stat.last_cpu,
+                kthread: stat.flags & PF_KTHREAD != 0,
+                cgroup: cgroup.clone(),
+                cpuset: cpuset.clone(),
+                ..Default::default()
+            });
+        }
+        let pinned: Vec<usize> = (start..out.len())
+            .filter(|&i| out[i].is_pinned(online))
+            .collect();
+        if pinned.is_empty() {
+            continue;
+        }
+        let mem = if multi_node { numa_kib(root, pid) } else { None };
+        let mut used = Vec::new();
+        if !nics.is_empty() {
+            let ns_key = std::fs::read_link(root.path(format!("/proc/{pid}/ns/net")))
+                .ok()
+                .map(|p| p.to_string_lossy().to_string());
+            let same_ns = match (&ns_key, &own_ns) {
+                (Some(a), Some(b)) => std::path::Path::new(a) == b.as_path(),
+                _ => true,
+            };
+            if same_ns {
+                let inodes = socket_inodes(root, pid);
+                if !inodes.is_empty() {
+                    let key = ns_key.unwrap_or_else(|| format!("pid{pid}"));
+                    let ns = ns_cache
+                        .entry(key)
+                        .or_insert_with(|| NetNs::load(root, pid));
+                    used = nics_of(ns, &inodes, &ifindex);
+                }
+            }
+        }
+        for i in pinned {
+            out[i].mem_kib = mem.clone();
+            out[i].nics = used.clone();
+            if sample.is_some()
+                && let Some(ns) = schedstat_ns(root, pid, out[i].tid)
+            {
+                first_sample.push((i, ns, Instant::now()));
+            }
+        }
+    }
+    if let Some(interval) = sample
+        && !first_sample.is_empty()
+    {
+        let elapsed = t0.elapsed();
+        if elapsed < interval {
+            std::thread::sleep(interval - elapsed);
+        }
+        for (i, before, at) in first_sample {
+            let t = &mut out[i];
+            if let Some(after) = schedstat_ns(root, t.pid, t.tid) {
+                let wall = at.elapsed().as_nanos().max(1) as f64;
+                t.cpu_pct = Some((after.saturating_sub(before) as f64 / wall * 100.0).min(100.0));
+            }
+        }
+    }
+    Ok(ThreadScan {
+        threads: out,
+        irqbalance_pid,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_spaces_and_parens_in_comm() {
+        let mut line = String::from("42 (a (b) c) S 1 42 42 0 -1 2097216");
+        for i in 10..=38 {
+            line.push_str(&format!(" {i}"));
+        }
+        line.push_str(" 7 0 0");
+        let s = parse_stat(&line).unwrap();
+        assert_eq!(s.comm, "a (b) c");
+        assert_eq!(s.flags & PF_KTHREAD, PF_KTHREAD);
+        assert_eq!(s.last_cpu, Some(7));
+    }
+}

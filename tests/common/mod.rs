@@ -1,0 +1,40 @@
+//! Helpers shared by integration tests; each test binary uses a subset.
+#![allow(dead_code)]
+
+pub mod netns;
+pub mod victim;
+
+use std::io::Write;
+
+/// Env var that turns every "cannot run here" skip into a failure (CI).
+pub const REQUIRE_ENV: &str = "NETTOP_REQUIRE_BPF";
+
+/// True when the environment demands that privileged tests really run.
+pub fn required() -> bool {
+    std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Reports a test that cannot run here: a loud `SKIPPED:` line on the real
+/// stderr (not swallowed by the test harness's capture), or a panic when
+/// [`REQUIRE_ENV`]=1.
+pub fn skip(test: &str, reason: &str) {
+    if required() {
+        panic!("{test}: {REQUIRE_ENV}=1 but the test cannot run: {reason}");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED: {test}: {reason} (set {REQUIRE_ENV}=1 to make this a failure)\n"
+    );
+}
+
+/// Writes to the real stderr, bypassing the harness's output capture, so
+/// reports show up in CI logs of passing tests too.
+pub fn report(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// True when running as root (euid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) takes no arguments, cannot fail, touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}

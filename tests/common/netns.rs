@@ -1,0 +1,236 @@
+//! Two network namespaces joined by a veth pair, for tests that need real
+//! traffic without touching the host's network.
+//!
+//! Everything is named after the test process's pid plus a tag, so parallel
+//! tests and leftovers of a killed run never collide. [`NetnsPair`]'s `Drop`
+//! kills every process it started and every process still inside either
+//! namespace, then deletes both namespaces (which deletes the veth pair), so
+//! a failing or panicking test leaves nothing behind. Namespaces left by a
+//! test process that was SIGKILLed are removed by the next [`NetnsPair::create`].
+
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// Prefix of every namespace this harness creates: `nettop-t<pid>-<tag>-{tx,rx}`.
+const NS_PREFIX: &str = "nettop-t";
+
+/// Transmit side: 10.213.0.1, receive side: 10.213.0.2 (inside the namespaces only).
+pub const ADDR_TX: &str = "10.213.0.1";
+pub const ADDR_RX: &str = "10.213.0.2";
+
+pub struct NetnsPair {
+    pub ns_tx: String,
+    pub ns_rx: String,
+    pub veth_tx: String,
+    pub veth_rx: String,
+    children: Vec<Child>,
+    created: Vec<String>,
+}
+
+fn run(cmd: &mut Command) -> Result<Output, String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out)
+}
+
+fn ip(args: &[&str]) -> Result<Output, String> {
+    run(Command::new("ip").args(args))
+}
+
+/// True if a program is on PATH (checked by running it with `-V`/`--version`
+/// would have side effects for some; searching PATH is enough).
+pub fn have_program(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false)
+}
+
+/// Deletes namespaces of this harness whose creating process is gone.
+fn remove_stale() {
+    let Ok(out) = ip(&["netns", "list"]) else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(rest) = name.strip_prefix(NS_PREFIX) else {
+            continue;
+        };
+        let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if pid.is_empty() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        kill_pids_in(name);
+        let _ = ip(&["netns", "del", name]);
+    }
+}
+
+/// SIGKILLs every process still running inside namespace `ns`.
+fn kill_pids_in(ns: &str) {
+    if let Ok(out) = ip(&["netns", "pids", ns]) {
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse::<i32>() {
+                // SAFETY: kill(2) with a pid listed as a member of our own
+                // namespace and a valid signal number; no memory involved.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+impl NetnsPair {
+    /// Creates `nettop-t<pid>-<tag>-tx` and `-rx`, a veth pair between them,
+    /// addresses [`ADDR_TX`]/[`ADDR_RX`] on a /24, links up. `tag` must be
+    /// short (veth names are limited to 15 bytes) and unique within the process.
+    pub fn create(tag: &str) -> Result<NetnsPair, String> {
+        remove_stale();
+        let pid = std::process::id();
+        let mut p = NetnsPair {
+            ns_tx: format!("{NS_PREFIX}{pid}-{tag}-tx"),
+            ns_rx: format!("{NS_PREFIX}{pid}-{tag}-rx"),
+            veth_tx: format!("nt{tag}{pid}t").chars().take(15).collect(),
+            veth_rx: format!("nt{tag}{pid}r").chars().take(15).collect(),
+            children: Vec::new(),
+            created: Vec::new(),
+        };
+        for ns in [p.ns_tx.clone(), p.ns_rx.clone()] {
+            ip(&["netns", "add", &ns])?;
+            p.created.push(ns);
+        }
+        ip(&[
+            "link", "add", &p.veth_tx, "netns", &p.ns_tx, "type", "veth", "peer", "name",
+            &p.veth_rx, "netns", &p.ns_rx,
+        ])?;
+        for (ns, dev, addr) in [
+            (&p.ns_tx, &p.veth_tx, ADDR_TX),
+            (&p.ns_rx, &p.veth_rx, ADDR_RX),
+        ] {
+            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(p)
+    }
+
+    /// Writes a hex CPU mask to `rps_cpus` of the receiving veth's rx-0
+    /// queue: receive processing then runs on those CPUs (raised there by
+    /// an IPI) instead of the CPU the packet arrived on.
+    pub fn set_rps(&self, mask: &str) -> Result<(), String> {
+        let path = format!("/sys/class/net/{}/queues/rx-0/rps_cpus", self.veth_rx);
+        // `ip netns exec` remounts /sys for the namespace, so the veth is visible.
+        run(Command::new("ip").args([
+            "netns",
+            "exec",
+            &self.ns_rx,
+            "sh",
+            "-c",
+            &format!("echo {mask} > {path}"),
+        ]))?;
+        let out = run(Command::new("ip").args(["netns", "exec", &self.ns_rx, "cat", &path]))?;
+        let got = String::from_utf8_lossy(&out.stdout);
+        let want = u64::from_str_radix(mask, 16).map_err(|e| format!("mask {mask}: {e}"))?;
+        let have = u64::from_str_radix(got.trim().replace(',', "").as_str(), 16)
+            .map_err(|e| format!("{path} reads '{}': {e}", got.trim()))?;
+        if have != want {
+            return Err(format!("{path} is {} after writing {mask}", got.trim()));
+        }
+        Ok(())
+    }
+
+    /// Starts `argv` inside namespace `ns`, optionally pinned to `cpu`;
+    /// output discarded. The process is killed when the pair is dropped.
+    pub fn spawn_in(&mut self, ns: &str, cpu: Option<usize>, argv: &[&str]) -> Result<u32, String> {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns]);
+        if let Some(cpu) = cpu {
+            cmd.args(["taskset", "-c", &cpu.to_string()]);
+        }
+        cmd.args(argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+        let pid = child.id();
+        self.children.push(child);
+        Ok(pid)
+    }
+
+    /// Bounded TCP traffic tx → rx with iperf3, both ends pinned to `cpu`.
+    /// Returns once the client is connected (or errors if it cannot be).
+    pub fn start_iperf3(&mut self, secs: u32, cpu: usize) -> Result<(), String> {
+        let rx = self.ns_rx.clone();
+        let tx = self.ns_tx.clone();
+        self.spawn_in(&rx, Some(cpu), &["iperf3", "-s", "-1", "-B", ADDR_RX])?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            sleep(Duration::from_millis(100));
+            let secs_s = secs.to_string();
+            self.spawn_in(
+                &tx,
+                Some(cpu),
+                &["iperf3", "-c", ADDR_RX, "-t", &secs_s, "-i", "0"],
+            )?;
+            sleep(Duration::from_millis(300));
+            // An unreachable server makes the client exit at once.
+            let client = self.children.last_mut().ok_or("no client")?;
+            match client.try_wait() {
+                Ok(None) => return Ok(()),
+                Ok(Some(status)) => {
+                    let mut err = String::new();
+                    if let Some(mut e) = client.stderr.take() {
+                        use std::io::Read;
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    if Instant::now() > deadline {
+                        return Err(format!(
+                            "iperf3 client exited ({status}) before sending: {}",
+                            err.trim()
+                        ));
+                    }
+                }
+                Err(e) => return Err(format!("waiting for iperf3: {e}")),
+            }
+        }
+    }
+
+    /// Kills every process started with [`Self::spawn_in`] and anything else
+    /// left in the namespaces.
+    pub fn stop_children(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.children.clear();
+        for ns in &self.created {
+            kill_pids_in(ns);
+        }
+    }
+}
+
+impl Drop for NetnsPair {
+    fn drop(&mut self) {
+        self.stop_children();
+        for ns in self.created.drain(..) {
+            // A namespace with a dying process can refuse deletion briefly.
+            for _ in 0..10 {
+                if ip(&["netns", "del", &ns]).is_ok() {
+                    break;
+                }
+                sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! A pure user-space victim that measures its own CPU loss.
+//!
+//! It spins on a fixed arithmetic chunk and counts chunks: it makes no system
+//! calls in its loop (the clock is read through the vDSO), so every
+//! nanosecond it does not spend on chunks is time the kernel took from it —
+//! interrupts, softirqs, IPIs, or another task. Comparing its chunk rate with
+//! the rate it reached on an idle CPU gives its real share of the CPU,
+//! independent of any kernel accounting: the oracle nettop is checked
+//! against. Gaps between consecutive clock reads longer than a threshold are
+//! counted too, as a second, rate-independent view of the same loss.
+//!
+//! Shared by the accuracy test (which re-executes its own binary to get a
+//! separate victim process) and `examples/victim.rs` (benchmarks).
+
+use std::hint::black_box;
+use std::io;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// Arithmetic steps per chunk: ~100 ns, short enough that a gap of a few µs
+/// between clock reads can only be an interruption.
+pub const CHUNK_ITERS: u32 = 64;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// CPU to pin the calling thread to.
+    pub cpu: Option<usize>,
+    /// Safety bound: stop after this long even if nobody kills us.
+    pub max_ms: u64,
+    /// Length of one reported bucket.
+    pub bucket_ms: u64,
+    /// A clock-read gap longer than this counts as an interruption.
+    pub gap_threshold_ns: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu: None,
+            max_ms: 60_000,
+            bucket_ms: 100,
+            gap_threshold_ns: 2_000,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `key=value` pairs separated by commas, e.g. "cpu=1,max_ms=9000";
+    /// the form used in the environment of a re-executed test binary.
+    pub fn parse_kv(s: &str) -> Result<Options, String> {
+        let mut o = Options::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("victim option '{part}' is not key=value"))?;
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("victim option {k}: '{v}' is not a number"))?;
+            match k {
+                "cpu" => o.cpu = Some(n as usize),
+                "max_ms" => o.max_ms = n,
+                "bucket_ms" => o.bucket_ms = n.max(1),
+                "gap_ns" => o.gap_threshold_ns = n,
+                _ => return Err(format!("unknown victim option '{k}'")),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// Work done in one bucket of wall time.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Bucket {
+    /// Wall-clock end of the bucket, µs since the epoch, to line it up with
+    /// nettop's frame timestamps.
+    pub end_unix_us: u64,
+    /// Monotonic length of the bucket.
+    pub dur_ns: u64,
+    pub chunks: u64,
+    /// Clock-read gaps above the threshold, and their total length beyond
+    /// one uninterrupted chunk.
+    pub gaps: u64,
+    pub gap_ns: u64,
+}
+
+impl Bucket {
+    pub fn chunks_per_ms(&self) -> f64 {
+        if self.dur_ns == 0 {
+            return 0.0;
+        }
+        self.chunks as f64 * 1e6 / self.dur_ns as f64
+    }
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is a plain bit array for which all-zero is a valid
+    // (empty) value; CPU_SET only writes inside it (the index is bounded by
+    // the check below), and sched_setaffinity reads exactly size_of bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cpu {cpu} out of range"),
+            ));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// One chunk of dependent arithmetic the compiler cannot drop.
+#[inline(always)]
+fn chunk(mut x: u64) -> u64 {
+    for _ in 0..CHUNK_ITERS {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+    }
+    black_box(x)
+}
+
+/// Spins until `max_ms`, calling `emit` after every bucket; stops early when
+/// `emit` returns false.
+pub fn run(opts: &Options, mut emit: impl FnMut(&Bucket) -> bool) -> io::Result<()> {
+    if let Some(cpu) = opts.cpu {
+        pin_to_cpu(cpu)?;
+    }
+    let start = Instant::now();
+    let max_ns = opts.max_ms.saturating_mul(1_000_000);
+    let bucket_ns = opts.bucket_ms.saturating_mul(1_000_000);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut last = 0u64;
+    let mut bucket_start = 0u64;
+    let mut b = Bucket {
+        end_unix_us: 0,
+        dur_ns: 0,
+        chunks: 0,
+        gaps: 0,
+        gap_ns: 0,
+    };
+    // Shortest chunk seen: the cost of one uninterrupted chunk + clock read.
+    let mut min_dt = u64::MAX;
+    loop {
+        x = chunk(x);
+        b.chunks += 1;
+        let now = start.elapsed().as_nanos() as u64;
+        let dt = now - last;
+        last = now;
+        min_dt = min_dt.min(dt);
+        if dt > opts.gap_threshold_ns {
+            b.gaps += 1;
+            b.gap_ns += dt - min_dt;
+        }
+        if now - bucket_start >= bucket_ns {
+            b.dur_ns = now - bucket_start;
+            b.end_unix_us = unix_us();
+            if !emit(&b) {
+                return Ok(());
+            }
+            bucket_start = now;
+            b.chunks = 0;
+            b.gaps = 0;
+            b.gap_ns = 0;
+        }
+        if now >= max_ns {
+            return Ok(());
+        }
+    }
+}
+
+/// Sums buckets into one (for a rate over a window).
+pub fn total<'a>(buckets: impl IntoIterator<Item = &'a Bucket>) -> Bucket {
+    let mut t = Bucket {
+        end_unix_us: 0,
+        dur_ns: 0,
+        chunks: 0,
+        gaps: 0,
+        gap_ns: 0,
+    };
+    for b in buckets {
+        t.end_unix_us = t.end_unix_us.max(b.end_unix_us);
+        t.dur_ns += b.dur_ns;
+        t.chunks += b.chunks;
+        t.gaps += b.gaps;
+        t.gap_ns += b.gap_ns;
+    }
+    t
+}

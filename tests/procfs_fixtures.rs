@@ -1,0 +1,181 @@
+//! The /proc and /sys readers against fake trees in tests/fixtures/proc/.
+//! "modern": 6.x layout (softnet cpu column, /proc/config.gz with
+//! IRQ_TIME_ACCOUNTING=y, node cpulists). "old": softnet without the cpu
+//! column, /boot/config with the option not set, cpuN/nodeM links.
+//! "noconfig": a corrupt /proc/config.gz and no /boot config.
+
+use std::path::PathBuf;
+
+use nettop::collector::host;
+use nettop::collector::procfs;
+use nettop::model::raw::{Regime, Softnet};
+use nettop::sysroot::Sysroot;
+
+fn root(name: &str) -> Sysroot {
+    Sysroot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc").join(name))
+}
+
+#[test]
+fn tasks_all_threads_skip_vanished_and_odd_comm() {
+    let r = root("modern");
+    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let ids: Vec<(u32, u32)> = tasks.iter().map(|t| (t.tgid, t.tid)).collect();
+    // 100/task/102 has no stat (vanished thread), 200 has no task dir
+    // (vanished process), "self" is not a pid: all skipped silently.
+    assert_eq!(ids, vec![(1, 1), (9, 9), (15, 15), (100, 100), (100, 101)]);
+
+    let weird = &tasks[3];
+    assert_eq!(weird.comm, "weird) name (x");
+    assert_eq!(weird.state, 'R');
+    assert_eq!((weird.utime_ticks, weird.stime_ticks), (200, 100));
+    assert_eq!(weird.start_ticks, 500);
+    assert_eq!(weird.last_cpu, 3);
+    assert_eq!(weird.on_cpu_ns, 3_000_000_000);
+    assert_eq!(weird.run_delay_ns, 5000);
+    // Effective UID (second column), not the real one.
+    assert_eq!(weird.uid, 1000);
+    assert_eq!(weird.affinity, "0-3");
+    assert!(!weird.kthread);
+    assert!(weird.irq.is_none());
+
+    assert_eq!(tasks[4].comm, "worker 1");
+    assert_eq!(tasks[4].affinity, "1");
+    assert!(tasks[1].kthread, "PF_KTHREAD set in stat flags");
+    assert_eq!(tasks[0].uid, 0);
+}
+
+#[test]
+fn pid_filter_keeps_ksoftirqd() {
+    let r = root("modern");
+    let tasks = procfs::read_tasks(&r, &[100]).unwrap();
+    let ids: Vec<u32> = tasks.iter().map(|t| t.tid).collect();
+    assert_eq!(ids, vec![9, 15, 100, 101]);
+    // A pid that does not exist is not an error either.
+    let tasks = procfs::read_tasks(&r, &[4242]).unwrap();
+    assert_eq!(tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), vec![9, 15]);
+}
+
+#[test]
+fn ksoftirqd_map_only_kernel_threads() {
+    let r = root("modern");
+    let mut tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let mut fake = tasks[3].clone();
+    fake.comm = "ksoftirqd/3".into();
+    fake.tid = 7777;
+    tasks.push(fake);
+    let m = procfs::find_ksoftirqd(&tasks);
+    assert_eq!(m.into_iter().collect::<Vec<_>>(), vec![(0, 9), (1, 15)]);
+}
+
+#[test]
+fn cpus_offline_row_and_softnet_cpu_column() {
+    let r = root("modern");
+    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let cpus = procfs::read_cpus(&r, &tasks).unwrap();
+    assert_eq!(cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    let on: Vec<bool> = cpus.iter().map(|c| c.online).collect();
+    assert_eq!(on, vec![true, true, false, true]);
+    assert!(cpus[2].times.is_none() && cpus[2].softnet.is_none());
+    let t1 = cpus[1].times.as_ref().unwrap();
+    assert_eq!(
+        (t1.user, t1.nice, t1.system, t1.idle, t1.iowait, t1.irq, t1.softirq, t1.steal, t1.guest, t1.guest_nice),
+        (200, 2, 60, 2000, 3, 4, 5, 6, 7, 8)
+    );
+    assert_eq!(cpus[3].softnet.as_ref().unwrap().processed, 0xff);
+    assert_eq!(cpus[1].softnet.as_ref().unwrap().processed, 0x2000);
+    assert_eq!(cpus[0].ksoftirqd_tid, Some(9));
+    assert_eq!(cpus[1].ksoftirqd_tid, Some(15));
+    assert_eq!(cpus[3].ksoftirqd_tid, None);
+    assert!(cpus.iter().all(|c| c.irq.is_none() && c.net.is_none()));
+}
+
+#[test]
+fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
+    let sn = procfs::read_softnet(&root("old")).unwrap();
+    let cpus: Vec<u32> = sn.iter().map(|(c, _)| *c).collect();
+    assert_eq!(cpus, vec![0, 1, 3]);
+    assert_eq!(
+        sn[2].1,
+        Softnet { processed: 0xff, dropped: 1, time_squeeze: 2, received_rps: 5, flow_limit: 0 }
+    );
+    let modern = procfs::read_softnet(&root("modern")).unwrap();
+    assert_eq!(modern.iter().map(|(c, s)| (*c, s.processed)).collect::<Vec<_>>(), vec![
+        (0, 0x10),
+        (1, 0x2000),
+        (3, 0xff)
+    ]);
+}
+
+#[test]
+fn softnet_garbage_is_an_error_naming_the_problem() {
+    let e = procfs::parse_softnet("0000000z 1 2\n", None).unwrap_err();
+    assert!(e.contains("0000000z"), "{e}");
+    let online = nettop::cpuset::CpuSet::parse_list("0").unwrap();
+    assert!(procfs::parse_softnet("1 2 3\n1 2 3\n", Some(&online)).is_err());
+}
+
+#[test]
+fn devices_skip_non_devices() {
+    let devs = procfs::read_devices(&root("modern")).unwrap();
+    assert_eq!(devs.len(), 2);
+    assert_eq!((devs[0].name.as_str(), devs[0].ifindex), ("eth0", 2));
+    assert_eq!(
+        (devs[0].rx_packets, devs[0].rx_bytes, devs[0].tx_packets, devs[0].tx_bytes, devs[0].rx_dropped),
+        (1000, 2000, 3000, 4000, 5000)
+    );
+    assert_eq!(devs[1].name, "lo");
+}
+
+#[test]
+fn host_modern_config_gz_and_node_lists() {
+    let h = host::detect(&root("modern"));
+    assert_eq!(h.hostname, "modern-host");
+    assert_eq!(h.kernel, "6.18.0-test");
+    assert_eq!(h.boot_id, "11111111-2222-3333-4444-555555555555");
+    assert_eq!(h.regime, Regime::IrqTimeAccounting);
+    assert_eq!(h.regime_source, "/proc/config.gz");
+    assert_eq!(h.nr_cpus, 4);
+    assert_eq!(h.cpu_node, vec![0, 0, 1, 1]);
+    assert!(h.clk_tck > 0);
+}
+
+#[test]
+fn host_old_boot_config_and_cpu_node_links() {
+    let h = host::detect(&root("old"));
+    assert_eq!(h.regime, Regime::TickBased);
+    assert_eq!(h.regime_source, "/boot/config-5.4.0-old");
+    assert_eq!(h.cpu_node, vec![0, 0, 0, 0]);
+}
+
+#[test]
+fn host_unreadable_config_is_unknown_and_partial_numa_is_empty() {
+    let h = host::detect(&root("noconfig"));
+    assert_eq!(h.regime, Regime::Unknown);
+    assert_eq!(h.regime_source, "");
+    assert_eq!(h.hostname, "");
+    assert_eq!(h.nr_cpus, 8);
+    // CPUs 6-7 have no node on a two-node host: unknown, not guessed.
+    assert!(h.cpu_node.is_empty());
+}
+
+#[test]
+fn missing_proc_is_an_error_naming_the_path() {
+    let r = Sysroot::new("/nonexistent-nettop-root");
+    let e = format!("{:#}", procfs::read_tasks(&r, &[]).unwrap_err());
+    assert!(e.contains("/nonexistent-nettop-root/proc"), "{e}");
+    let e = format!("{:#}", procfs::read_cpu_times(&r).unwrap_err());
+    assert!(e.contains("/nonexistent-nettop-root/proc/stat"), "{e}");
+}
+
+/// The real /proc: this test process's own threads must be there.
+#[test]
+fn live_proc_has_this_process() {
+    let me = std::process::id();
+    let tasks = procfs::read_tasks(&Sysroot::default(), &[me]).unwrap();
+    let mine: Vec<_> = tasks.iter().filter(|t| t.tgid == me).collect();
+    assert!(!mine.is_empty());
+    assert!(mine.iter().any(|t| t.tid == me));
+    assert!(mine.iter().all(|t| t.on_cpu_ns > 0 || t.tid != me));
+    let cpus = procfs::read_cpus(&Sysroot::default(), &tasks).unwrap();
+    assert!(cpus.iter().any(|c| c.online && c.times.is_some()));
+}

@@ -1,0 +1,350 @@
+//! Key and mouse handling: event → App state, no terminal involved.
+
+use crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use nettop::ui::app::{Action, App, Column, Mode, Options, Src, Theme, View};
+use nettop::ui::fixtures;
+
+fn app(h: u16) -> App {
+    let mut a = App::new(Options {
+        delay: 1.0,
+        threads: false,
+        theme: Theme { color: true },
+        width: 120,
+        height: h,
+    });
+    a.add_users(fixtures::users());
+    a.push_frame(fixtures::busy_host());
+    a
+}
+
+fn key(a: &mut App, c: KeyCode) -> Action {
+    a.handle_event(&Event::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+}
+
+fn ch(a: &mut App, s: &str) {
+    for c in s.chars() {
+        key(a, KeyCode::Char(c));
+    }
+}
+
+fn comms(a: &App) -> Vec<String> {
+    a.rows
+        .iter()
+        .map(|r| a.task(r.src).unwrap().comm.clone())
+        .collect()
+}
+
+fn selected_comm(a: &App) -> String {
+    a.selected_task().unwrap().comm.clone()
+}
+
+#[test]
+fn view_switch_with_tab_backtab_and_digits() {
+    let mut a = app(30);
+    assert_eq!(a.view, View::Processes);
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.view, View::Cpus);
+    key(&mut a, KeyCode::BackTab);
+    key(&mut a, KeyCode::BackTab);
+    assert_eq!(a.view, View::Pinning);
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.view, View::Processes);
+    for (c, v) in ['1', '2', '3', '4', '5'].into_iter().zip(View::ALL) {
+        key(&mut a, KeyCode::Char(c));
+        assert_eq!(a.view, v);
+    }
+}
+
+#[test]
+fn sort_moves_between_columns_and_reverses() {
+    let mut a = app(30);
+    assert_eq!(a.sort.column, Column::Top);
+    let pos = |a: &App| comms(a).iter().position(|c| c == "openssl").unwrap();
+    assert_eq!(pos(&a), 1); // 98 % in top's eyes, after vpp's 3 threads
+    key(&mut a, KeyCode::Char('>'));
+    assert_eq!(a.sort.column, Column::True);
+    assert!(a.sort.descending);
+    // By what it really got, vpp is far ahead of openssl.
+    assert_eq!(comms(&a)[0], "vpp_main");
+    key(&mut a, KeyCode::Char('>'));
+    assert_eq!(a.sort.column, Column::Gap);
+    assert_eq!(pos(&a), 0); // what top gets most wrong
+    key(&mut a, KeyCode::Char('<'));
+    let trues: Vec<f64> = a.rows.iter().map(|r| a.task(r.src).unwrap().true_pct).collect();
+    assert!(trues.windows(2).all(|w| w[0] >= w[1]));
+    key(&mut a, KeyCode::Char('R'));
+    assert!(!a.sort.descending);
+    let trues: Vec<f64> = a.rows.iter().map(|r| a.task(r.src).unwrap().true_pct).collect();
+    assert!(trues.windows(2).all(|w| w[0] <= w[1]));
+    // Past the left end it stays on the first column.
+    for _ in 0..20 {
+        key(&mut a, KeyCode::Char('<'));
+    }
+    assert_eq!(a.sort.column, Column::Pid);
+    assert!(!a.sort.descending); // PID: ascending like top
+    for _ in 0..20 {
+        key(&mut a, KeyCode::Char('>'));
+    }
+    assert_eq!(a.sort.column, Column::Command);
+}
+
+#[test]
+fn sort_picker_picks_stolen() {
+    let mut a = app(30);
+    key(&mut a, KeyCode::Char('F'));
+    assert!(matches!(a.mode, Mode::SortPicker(_)));
+    key(&mut a, KeyCode::Home);
+    for _ in 0..5 {
+        key(&mut a, KeyCode::Down);
+    }
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.mode, Mode::Normal);
+    assert_eq!(a.sort.column, Column::Stolen);
+    assert_eq!(comms(&a)[0], "openssl");
+    // Esc leaves the sort alone.
+    key(&mut a, KeyCode::Char('s'));
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.sort.column, Column::Stolen);
+    // Sorting by command is ascending.
+    key(&mut a, KeyCode::Char('s'));
+    key(&mut a, KeyCode::End);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.sort.column, Column::Command);
+    let c = comms(&a);
+    let mut sorted = c.clone();
+    sorted.sort();
+    assert_eq!(c, sorted);
+}
+
+#[test]
+fn filter_by_command_user_and_pid() {
+    let mut a = app(30);
+    let all = a.rows.len();
+    key(&mut a, KeyCode::Char('/'));
+    ch(&mut a, "NGINX");
+    // Not applied until Enter.
+    assert_eq!(a.rows.len(), all);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.filter, "NGINX");
+    assert_eq!(comms(&a), vec!["nginx"; 4]);
+    // By user name.
+    key(&mut a, KeyCode::Char('/'));
+    for _ in 0..5 {
+        key(&mut a, KeyCode::Backspace);
+    }
+    ch(&mut a, "postgres");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(comms(&a), vec!["postgres"]);
+    // By PID.
+    key(&mut a, KeyCode::Char('/'));
+    for _ in 0..8 {
+        key(&mut a, KeyCode::Backspace);
+    }
+    ch(&mut a, "5001");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(comms(&a), vec!["openssl"]);
+    // Esc in the prompt cancels the edit; Esc in normal mode clears.
+    key(&mut a, KeyCode::Char('/'));
+    ch(&mut a, "zzz");
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.filter, "5001");
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.filter, "");
+    assert_eq!(a.rows.len(), all);
+    // Nothing matches: empty list, selection clamps to 0, no panic.
+    key(&mut a, KeyCode::Char('/'));
+    ch(&mut a, "no-such-task");
+    key(&mut a, KeyCode::Enter);
+    assert!(a.rows.is_empty());
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::End);
+    assert_eq!(a.pos[0].selected, 0);
+    assert!(a.selected_task().is_none());
+}
+
+#[test]
+fn pause_holds_frames_back_until_resumed() {
+    let mut a = app(30);
+    assert_eq!(a.frame.as_ref().unwrap().seq, 1000);
+    key(&mut a, KeyCode::Char('p'));
+    assert!(a.paused);
+    a.push_frame(fixtures::busy_host_at(5));
+    assert_eq!(a.frame.as_ref().unwrap().seq, 1000);
+    key(&mut a, KeyCode::Char(' '));
+    assert!(!a.paused);
+    assert_eq!(a.frame.as_ref().unwrap().seq, 1005);
+}
+
+#[test]
+fn scrolling_stops_at_both_ends() {
+    let h = 12; // 12 - 3 chrome - 1 status - 1 header = 7 rows
+    let mut a = app(h);
+    let len = a.rows.len();
+    let vp = a.viewport(View::Processes);
+    assert_eq!(vp, 7);
+    key(&mut a, KeyCode::Up);
+    key(&mut a, KeyCode::Char('k'));
+    key(&mut a, KeyCode::PageUp);
+    assert_eq!(a.pos[0], Default::default());
+    key(&mut a, KeyCode::PageDown);
+    assert_eq!(a.pos[0].selected, vp);
+    assert_eq!(a.pos[0].offset, 1); // selection stays on screen
+    for _ in 0..100 {
+        key(&mut a, KeyCode::Char('j'));
+    }
+    assert_eq!(a.pos[0].selected, len - 1);
+    assert_eq!(a.pos[0].offset, len - vp);
+    key(&mut a, KeyCode::PageDown);
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.pos[0].selected, len - 1);
+    key(&mut a, KeyCode::Home);
+    assert_eq!(a.pos[0], Default::default());
+    key(&mut a, KeyCode::End);
+    assert_eq!(a.pos[0].selected, len - 1);
+    // Shrinking the terminal keeps the selection visible.
+    a.resize(120, 9);
+    let vp = a.viewport(View::Processes);
+    assert!(a.pos[0].offset + vp > a.pos[0].selected);
+    // Text views scroll their offset and stop at the end.
+    key(&mut a, KeyCode::Char('4'));
+    for _ in 0..500 {
+        key(&mut a, KeyCode::Down);
+    }
+    let n = a.topo_lines.len();
+    assert_eq!(a.pos[3].offset, n.saturating_sub(a.viewport(View::Topology)));
+    key(&mut a, KeyCode::Home);
+    assert_eq!(a.pos[3].offset, 0);
+    // CPUs list: 16 rows.
+    key(&mut a, KeyCode::Char('2'));
+    key(&mut a, KeyCode::End);
+    assert_eq!(a.pos[1].selected, 15);
+}
+
+#[test]
+fn selection_sticks_to_its_task_and_follow_tracks_a_pid() {
+    let mut a = app(30);
+    // Select iperf3.
+    while selected_comm(&a) != "iperf3" {
+        key(&mut a, KeyCode::Down);
+    }
+    // A re-sort moves the row, not the cursor's task.
+    key(&mut a, KeyCode::Char('<'));
+    key(&mut a, KeyCode::Char('<')); // PID, ascending
+    assert_eq!(selected_comm(&a), "iperf3");
+    key(&mut a, KeyCode::Char('f'));
+    assert_eq!(a.follow, Some(4242));
+    // New frames keep it selected even when everything else changes.
+    let mut f = fixtures::busy_host_at(3);
+    f.processes.retain(|p| p.comm != "openssl");
+    a.push_frame(f);
+    assert_eq!(selected_comm(&a), "iperf3");
+    // Moving the cursor by hand stops following.
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.follow, None);
+}
+
+#[test]
+fn threads_toggle_and_tree() {
+    let mut a = app(60);
+    let procs = a.rows.len();
+    assert!(a.rows.iter().all(|r| matches!(r.src, Src::Proc(_))));
+    key(&mut a, KeyCode::Char('H'));
+    assert!(a.threads);
+    assert!(a.rows.iter().all(|r| matches!(r.src, Src::Thread(_))));
+    assert_eq!(a.rows.len(), procs + 2); // vpp has 2 extra threads
+    key(&mut a, KeyCode::Char('H'));
+    key(&mut a, KeyCode::Char('t'));
+    assert!(a.tree);
+    let vpp = a
+        .rows
+        .iter()
+        .position(|r| a.task(r.src).unwrap().comm == "vpp_main" && r.depth == 0)
+        .unwrap();
+    assert_eq!(a.rows[vpp + 1].depth, 1);
+    assert_eq!(a.rows[vpp + 3].depth, 1);
+    assert!(a.rows[vpp + 3].last);
+}
+
+#[test]
+fn quit_help_and_ctrl_c() {
+    let mut a = app(30);
+    assert_eq!(key(&mut a, KeyCode::Char('?')), Action::None);
+    assert_eq!(a.mode, Mode::Help);
+    // q closes help instead of quitting.
+    assert_eq!(key(&mut a, KeyCode::Char('q')), Action::None);
+    assert_eq!(a.mode, Mode::Normal);
+    assert_eq!(key(&mut a, KeyCode::Char('q')), Action::Quit);
+    let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    key(&mut a, KeyCode::Char('/'));
+    assert_eq!(a.handle_event(&ctrl_c), Action::Quit);
+}
+
+#[test]
+fn delay_prompt_validates() {
+    let mut a = app(30);
+    key(&mut a, KeyCode::Char('d'));
+    ch(&mut a, "2.5");
+    assert_eq!(key(&mut a, KeyCode::Enter), Action::SetDelay(2.5));
+    assert_eq!(a.delay, 2.5);
+    key(&mut a, KeyCode::Char('d'));
+    ch(&mut a, "99999");
+    assert_eq!(key(&mut a, KeyCode::Enter), Action::None);
+    assert_eq!(a.delay, 2.5);
+    assert!(a.message.as_deref().unwrap().contains("not a delay"));
+    // Letters are not accepted into the number.
+    key(&mut a, KeyCode::Char('d'));
+    ch(&mut a, "x1");
+    assert_eq!(a.mode, Mode::Delay("1".into()));
+}
+
+#[test]
+fn mouse_click_selects_and_wheel_scrolls() {
+    let mut a = app(20);
+    let click = |row, column| {
+        Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    // Body rows start below 3 chrome lines and the table header.
+    a.handle_event(&click(4 + 2, 10));
+    assert_eq!(a.pos[0].selected, 2);
+    let wheel = Event::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollDown,
+        column: 10,
+        row: 10,
+        modifiers: KeyModifiers::NONE,
+    });
+    a.handle_event(&wheel);
+    assert_eq!(a.pos[0].selected, 5);
+    // Clicking a tab switches view; clicking the header row does nothing.
+    a.handle_event(&click(1, 15));
+    assert_eq!(a.view, View::Cpus);
+    a.handle_event(&click(3, 15));
+    assert_eq!(a.pos[1].selected, 0);
+    a.handle_event(&click(4 + 5, 15));
+    assert_eq!(a.pos[1].selected, 5);
+}
+
+#[test]
+fn replay_keys_seek_within_bounds() {
+    let mut a = app(30);
+    assert_eq!(key(&mut a, KeyCode::Char(']')), Action::None);
+    assert!(a.message.is_some()); // explains the key outside replay
+    a.set_replay(5, 20, false);
+    assert_eq!(key(&mut a, KeyCode::Char(']')), Action::Seek(6));
+    assert_eq!(key(&mut a, KeyCode::Char('[')), Action::Seek(4));
+    assert_eq!(key(&mut a, KeyCode::Char('{')), Action::Seek(0));
+    assert_eq!(key(&mut a, KeyCode::Char('}')), Action::Seek(15));
+    a.set_replay(19, 20, false);
+    assert_eq!(key(&mut a, KeyCode::Char('}')), Action::None); // already at the end
+    // Space plays; at the end it restarts from the beginning.
+    assert_eq!(key(&mut a, KeyCode::Char(' ')), Action::Seek(0));
+    assert!(a.replay.unwrap().playing);
+    assert!(!a.paused);
+}

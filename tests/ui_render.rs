@@ -1,0 +1,379 @@
+//! Snapshot tests of every TUI view and overlay, drawn with ratatui's
+//! TestBackend from deterministic Frames (src/ui/fixtures.rs).
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use nettop::cpuset::CpuSet;
+use nettop::topology::{
+    Cache, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, ThreadInfo,
+    XdpMode,
+};
+use nettop::ui::app::{App, Extras, Options, Theme, View};
+use nettop::ui::{fixtures, render, topo_view};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+fn app(w: u16, h: u16, color: bool) -> App {
+    let mut a = App::new(Options {
+        delay: 1.0,
+        threads: false,
+        theme: Theme { color },
+        width: w,
+        height: h,
+    });
+    a.add_users(fixtures::users());
+    a
+}
+
+fn busy(w: u16, h: u16) -> App {
+    let mut a = app(w, h, true);
+    // A history so the sparklines have something to show.
+    for t in 0..30 {
+        a.push_frame(fixtures::busy_host_at(t));
+    }
+    a.push_frame(fixtures::busy_host());
+    a
+}
+
+fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| render::draw(f, app)).unwrap();
+    t
+}
+
+fn screen(app: &App, w: u16, h: u16) -> String {
+    draw(app, w, h).backend().to_string()
+}
+
+fn press(app: &mut App, c: KeyCode) {
+    app.handle_event(&Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+}
+
+macro_rules! snap {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!($name, $value);
+        });
+    };
+}
+
+#[test]
+fn processes_idle_host() {
+    let mut a = app(120, 14, true);
+    a.push_frame(fixtures::idle_host());
+    snap!("ui_processes_idle", screen(&a, 120, 14));
+}
+
+#[test]
+fn processes_busy_host() {
+    let a = busy(150, 44);
+    let s = screen(&a, 150, 44);
+    // The point of the product: openssl shows 98 % in top's column but
+    // really got far less, and the row is marked.
+    let line = s.lines().find(|l| l.contains("openssl")).unwrap();
+    assert!(line.contains("98.0") && line.contains('!'), "{line}");
+    snap!("ui_processes_busy", s);
+}
+
+#[test]
+fn processes_busy_host_80_columns_drops_low_priority_columns() {
+    let a = busy(80, 24);
+    let s = screen(&a, 80, 24);
+    assert!(s.contains("TOP%") && s.contains("TRUE%") && s.contains("STOLEN%"));
+    assert!(!s.contains("AFFINITY"));
+    snap!("ui_processes_busy_80x24", s);
+}
+
+#[test]
+fn processes_tree_with_threads() {
+    let mut a = busy(150, 44);
+    press(&mut a, KeyCode::Char('t'));
+    press(&mut a, KeyCode::Char('>')); // sort by TRUE%
+    let s = screen(&a, 150, 44);
+    assert!(s.contains("├─ vpp_wk") && s.contains("└─ vpp_wk"), "{s}");
+    snap!("ui_processes_tree_sorted_true", s);
+}
+
+#[test]
+fn processes_filtered_and_filter_prompt() {
+    let mut a = busy(120, 16);
+    press(&mut a, KeyCode::Char('/'));
+    for c in "ngin".chars() {
+        press(&mut a, KeyCode::Char(c));
+    }
+    snap!("ui_filter_prompt", screen(&a, 120, 16));
+    press(&mut a, KeyCode::Char('x'));
+    press(&mut a, KeyCode::Backspace);
+    press(&mut a, KeyCode::Enter);
+    snap!("ui_processes_filtered_nginx", screen(&a, 120, 16));
+}
+
+#[test]
+fn cpus_busy_host() {
+    let mut a = busy(150, 24);
+    press(&mut a, KeyCode::Char('2'));
+    assert_eq!(a.view, View::Cpus);
+    snap!("ui_cpus_busy", screen(&a, 150, 24));
+}
+
+#[test]
+fn cpus_busy_host_100_columns() {
+    let mut a = busy(100, 24);
+    press(&mut a, KeyCode::Char('2'));
+    snap!("ui_cpus_busy_100x24", screen(&a, 100, 24));
+}
+
+#[test]
+fn devices_busy_host() {
+    let mut a = busy(120, 20);
+    press(&mut a, KeyCode::Char('3'));
+    snap!("ui_devices_busy", screen(&a, 120, 20));
+}
+
+#[test]
+fn topology_from_the_frame_until_hwloc_data_arrives() {
+    let mut a = busy(120, 20);
+    press(&mut a, KeyCode::Char('4'));
+    snap!("ui_topology_frame_only", screen(&a, 120, 20));
+}
+
+/// The 2-socket host as the topology module describes it.
+fn topo_2s() -> HostTopology {
+    let set = |s: &str| CpuSet::parse_list(s).unwrap();
+    let pus = (0..16)
+        .map(|c| Pu {
+            cpu: c,
+            core: Some(c % 8 + (c / 8) * 8),
+            package: Some(c / 8),
+            numa: Some(c / 8),
+            siblings: CpuSet::from_cpus([c]),
+        })
+        .collect();
+    HostTopology {
+        source: "live".into(),
+        cpu_source: "hwloc synthetic".into(),
+        online: set("0-15"),
+        pus,
+        numa_nodes: vec![
+            NumaNode {
+                node: 0,
+                cpus: set("0-7"),
+                memory_bytes: Some(32 << 30),
+            },
+            NumaNode {
+                node: 1,
+                cpus: set("8-15"),
+                memory_bytes: Some(32 << 30),
+            },
+        ],
+        packages: vec![
+            Package {
+                package: 0,
+                cpus: set("0-7"),
+            },
+            Package {
+                package: 1,
+                cpus: set("8-15"),
+            },
+        ],
+        caches: vec![
+            Cache {
+                level: 3,
+                index: 0,
+                cpus: set("0-7"),
+                size_bytes: Some(32 << 20),
+            },
+            Cache {
+                level: 3,
+                index: 1,
+                cpus: set("8-15"),
+                size_bytes: Some(32 << 20),
+            },
+        ],
+        host: HostConfig {
+            isolcpus: set("3"),
+            ..Default::default()
+        },
+        nics: vec![Nic {
+            name: "ens1f0np0".into(),
+            driver: Some("mlx5_core".into()),
+            pci: Some("0000:81:00.0".into()),
+            numa_node: Some(1),
+            local_cpus: Some(set("8-15")),
+            locality_source: "sysfs".into(),
+            rx_queues: vec![RxQueue {
+                queue: 0,
+                rps_cpus: CpuSet::new(),
+            }],
+            irqs: vec![120, 121],
+            xdp: XdpMode::Native,
+            ..Default::default()
+        }],
+        irqs: vec![
+            Irq {
+                irq: 120,
+                name: "mlx5_comp0@pci:0000:81:00.0".into(),
+                nic: Some("ens1f0np0".into()),
+                smp_affinity: Some(set("0-15")),
+                effective: Some(set("3")),
+                ..Default::default()
+            },
+            Irq {
+                irq: 121,
+                name: "mlx5_comp1@pci:0000:81:00.0".into(),
+                nic: Some("ens1f0np0".into()),
+                smp_affinity: Some(set("8-15")),
+                effective: Some(set("9")),
+                ..Default::default()
+            },
+        ],
+        threads: vec![ThreadInfo {
+            pid: 5001,
+            tid: 5001,
+            comm: "openssl".into(),
+            affinity: set("3"),
+            last_cpu: Some(3),
+            cpu_pct: Some(98.0),
+            ..Default::default()
+        }],
+        notes: vec!["XDP mode needs netlink".into()],
+    }
+}
+
+#[test]
+fn topology_with_hwloc_data() {
+    let mut a = busy(120, 40);
+    a.set_extras(Extras {
+        topology: Some(topo_view::lines(&topo_2s())),
+        pinning: None,
+    });
+    press(&mut a, KeyCode::Char('4'));
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("off the NIC's node"), "{s}");
+    snap!("ui_topology_hwloc", s);
+}
+
+#[test]
+fn pinning_view() {
+    let mut a = busy(120, 12);
+    press(&mut a, KeyCode::Char('5'));
+    snap!("ui_pinning", screen(&a, 120, 12));
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    let mut a = busy(120, 32);
+    press(&mut a, KeyCode::Char('?'));
+    let s = screen(&a, 120, 32);
+    for (k, _) in nettop::ui::app::KEYS {
+        assert!(s.contains(k), "help lacks {k}");
+    }
+    snap!("ui_help", s);
+}
+
+#[test]
+fn sort_picker_overlay() {
+    let mut a = busy(120, 30);
+    press(&mut a, KeyCode::Char('s'));
+    press(&mut a, KeyCode::Down);
+    snap!("ui_sort_picker", screen(&a, 120, 30));
+}
+
+#[test]
+fn status_line_shows_pause_and_unknown_regime() {
+    let mut a = app(120, 10, true);
+    let mut f = fixtures::idle_host();
+    f.regime = nettop::model::raw::Regime::Unknown;
+    a.push_frame(f);
+    press(&mut a, KeyCode::Char('p'));
+    let s = screen(&a, 120, 10);
+    assert!(s.contains("PAUSED") && s.contains("IRQ_TIME_ACCOUNTING unknown"), "{s}");
+}
+
+#[test]
+fn tiny_terminal_shows_a_note_and_never_panics() {
+    let a = busy(10, 5);
+    let s = screen(&a, 10, 5);
+    assert!(s.contains("too"), "{s}");
+    snap!("ui_too_small_10x5", s);
+    // Every view, every overlay, at every small size: no panic.
+    for v in ['1', '2', '3', '4', '5'] {
+        for overlay in [None, Some('?'), Some('s')] {
+            let mut a = busy(10, 5);
+            press(&mut a, KeyCode::Char(v));
+            if let Some(o) = overlay {
+                press(&mut a, KeyCode::Char(o));
+            }
+            for w in [1u16, 10, 29, 30, 31, 45, 60] {
+                for h in [1u16, 5, 6, 7, 8, 9] {
+                    a.resize(w, h);
+                    let _ = screen(&a, w, h);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_app_before_the_first_frame() {
+    let a = app(80, 10, true);
+    let s = screen(&a, 80, 10);
+    assert!(s.contains("collecting the first interval"), "{s}");
+}
+
+fn colours(t: &Terminal<TestBackend>) -> Vec<Color> {
+    t.backend()
+        .buffer()
+        .content()
+        .iter()
+        .flat_map(|c| [c.fg, c.bg])
+        .collect()
+}
+
+#[test]
+fn no_color_draws_without_any_colour() {
+    for v in ['1', '2', '3', '4'] {
+        let mut a = busy(150, 40);
+        a.theme = Theme { color: false };
+        press(&mut a, KeyCode::Char(v));
+        let t = draw(&a, 150, 40);
+        assert!(colours(&t).iter().all(|c| *c == Color::Reset), "view {v}");
+    }
+}
+
+#[test]
+fn colours_stay_within_the_16_colour_palette() {
+    for v in ['1', '2', '3', '4'] {
+        let mut a = busy(150, 40);
+        press(&mut a, KeyCode::Char(v));
+        let t = draw(&a, 150, 40);
+        let cs = colours(&t);
+        assert!(
+            cs.iter()
+                .all(|c| !matches!(c, Color::Rgb(..) | Color::Indexed(_))),
+            "view {v}"
+        );
+        // And colour is used at all (NET_RX highlight, bars...).
+        assert!(cs.iter().any(|c| *c != Color::Reset), "view {v}");
+    }
+}
+
+#[test]
+fn net_rx_cells_are_highlighted() {
+    let a = busy(150, 44);
+    let t = draw(&a, 150, 44);
+    let buf = t.backend().buffer();
+    let s = t.backend().to_string();
+    // TestBackend lines are quoted: char index - 1 is the x coordinate.
+    let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
+    let find = |l: &Vec<char>, pat: &str| {
+        let p: Vec<char> = pat.chars().collect();
+        l.windows(p.len()).position(|w| w == p.as_slice())
+    };
+    let hx = lines.iter().find_map(|l| find(l, "NET_RX%")).unwrap() as u16 - 1;
+    let y = lines.iter().position(|l| find(l, "openssl").is_some()).unwrap() as u16;
+    assert!((hx..hx + 7).any(|x| buf[(x, y)].fg == Color::Magenta));
+    // ...and an unaffected task's NET_RX cell is not.
+    let y2 = lines.iter().position(|l| find(l, "postgres").is_some()).unwrap() as u16;
+    assert!((hx..hx + 7).all(|x| buf[(x, y2)].fg != Color::Magenta));
+}
