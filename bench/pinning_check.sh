@@ -26,7 +26,7 @@ PY
 HOLDER=$!
 trap 'kill $HOLDER 2>/dev/null; wait $HOLDER 2>/dev/null; rm -f "$READY"' EXIT
 while [ ! -s "$READY" ]; do sleep 0.05; done
-echo "threads on host: $(ls /proc/*/task 2>/dev/null | grep -c '^[0-9]')  (holder pid $HOLDER)"
+echo "threads on host: $(cut -d' ' -f4 /proc/loadavg | cut -d/ -f2)  (holder pid $HOLDER)"
 if command -v hyperfine >/dev/null; then
   hyperfine -N --warmup 2 --runs "$RUNS" "$BIN --pinning-check --fail-on never"
 else
@@ -37,4 +37,4 @@ else
   done
   printf '%s\n' "${ts[@]}" | sort -n | awk '{v[NR]=$1; s+=$1} END {printf "runs %d  min %.1f ms  median %.1f ms  mean %.1f ms  max %.1f ms\n", NR, v[1]/1000, v[int((NR+1)/2)]/1000, s/NR/1000, v[NR]/1000}'
 fi
-"$BIN" --pinning-check --fail-on never | sed -n 1,3p
+"$BIN" --pinning-check --fail-on never | grep -v "^      threads:" | head -12

@@ -21,7 +21,7 @@ fn app(w: u16, h: u16) -> App {
 }
 
 fn bench(c: &mut Criterion) {
-    for (w, h) in [(120u16, 40u16), (250, 80)] {
+    for (w, h) in [(120u16, 40u16), (200, 50), (250, 80)] {
         let a = app(w, h);
         assert_eq!(a.rows.len(), 5000);
         let mut term = Terminal::new(TestBackend::new(w, h)).expect("test backend");

@@ -2,9 +2,9 @@
 //! CPU, and reports how much work it got done (see tests/common/victim.rs).
 //!
 //! ```text
-//! victim [--cpu N] [--ms N] [--bucket-ms N] [--warmup-ms N] [--summary]
+//! victim [--cpu N] [--ms N] [--bucket-ms N] [--warmup-ms N] [--gap-ns N] [--nice N] [--summary]
 //! ```
-//! Prints one JSON object per bucket, or with `--summary` one object for the
+//! `--nice 20` runs at nice -20. Prints one JSON object per bucket, or with `--summary` one object for the
 //! whole run after the warm-up: `{"chunks_per_ms":…,"gaps":…,"gap_ns":…,"dur_ns":…}`.
 
 #[path = "../tests/common/victim.rs"]
@@ -42,10 +42,11 @@ fn parse_args() -> Result<Args, String> {
             "--bucket-ms" => a.opts.bucket_ms = num("--bucket-ms")?.max(1),
             "--warmup-ms" => a.warmup_ms = num("--warmup-ms")?,
             "--gap-ns" => a.opts.gap_threshold_ns = num("--gap-ns")?,
+            "--nice" => a.opts.nice = Some(-(num("--nice")? as i32)),
             "--summary" => a.summary = true,
             "-h" | "--help" => {
                 return Err(
-                    "usage: victim [--cpu N] [--ms N] [--bucket-ms N] [--warmup-ms N] [--gap-ns N] [--summary]"
+                    "usage: victim [--cpu N] [--ms N] [--bucket-ms N] [--warmup-ms N] [--gap-ns N] [--nice N (= nice -N)] [--summary]"
                         .into(),
                 );
             }

@@ -29,7 +29,12 @@ pub struct Cli {
     pub delay: f64,
 
     /// Only show these processes (comma-separated PIDs).
-    #[arg(short = 'p', long = "pid", value_name = "PID,...", value_delimiter = ',')]
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID,...",
+        value_delimiter = ','
+    )]
     pub pids: Vec<u32>,
 
     /// Show threads instead of processes.

@@ -59,7 +59,8 @@ impl CpuSet {
             if w.is_empty() {
                 continue;
             }
-            let v = u32::from_str_radix(w, 16).map_err(|_| format!("bad hex mask word '{w}' in '{s}'"))?;
+            let v = u32::from_str_radix(w, 16)
+                .map_err(|_| format!("bad hex mask word '{w}' in '{s}'"))?;
             let base = ((n - 1 - i) as u32) * 32;
             if base >= MAX_CPU {
                 return Err(format!("mask '{s}' is too long"));
@@ -135,7 +136,10 @@ impl CpuSet {
 }
 
 fn parse_cpu(s: &str, part: &str) -> Result<u32, String> {
-    let c: u32 = s.trim().parse().map_err(|_| format!("bad cpu number in '{part}'"))?;
+    let c: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad cpu number in '{part}'"))?;
     if c >= MAX_CPU {
         return Err(format!("cpu number {c} out of range in '{part}'"));
     }
@@ -176,7 +180,10 @@ mod tests {
 
     #[test]
     fn masks_are_most_significant_word_first() {
-        assert_eq!(CpuSet::parse_mask("00000000,0000000f").unwrap().to_list(), "0-3");
+        assert_eq!(
+            CpuSet::parse_mask("00000000,0000000f").unwrap().to_list(),
+            "0-3"
+        );
         assert_eq!(CpuSet::parse_mask("1,00000002").unwrap().to_list(), "1,32");
         assert_eq!(CpuSet::parse_mask("0").unwrap().to_list(), "");
     }

@@ -93,7 +93,10 @@ impl Victim {
                 "--test-threads=1",
                 "-q",
             ])
-            .env(VICTIM_ENV, format!("cpu={cpu},max_ms=60000,bucket_ms=100"))
+            .env(
+                VICTIM_ENV,
+                format!("cpu={cpu},max_ms=60000,bucket_ms=100,nice=20"),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -437,7 +440,7 @@ fn describe(o: &Outcome) -> String {
     );
     let _ = writeln!(
         s,
-        "oracle  user-mode gaps > 2 µs: {:.0}/s, {:.1} % of wall time",
+        "oracle  user-mode gaps > 2 µs beyond a chunk: {:.0}/s, {:.1} % of wall time",
         o.gaps_per_s, o.gap_loss_pct
     );
     let _ = writeln!(

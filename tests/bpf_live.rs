@@ -42,7 +42,9 @@ fn gettid() -> u32 {
 /// stolen. Checks both program flavours.
 fn loopback_is_inline(mode: AttachMode) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(c) = live_or_skip(Some(mode)) else { return };
+    let Some(c) = live_or_skip(Some(mode)) else {
+        return;
+    };
     assert_eq!(c.mode(), mode);
     let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
     let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
@@ -64,30 +66,70 @@ fn loopback_is_inline(mode: AttachMode) {
     let after = c.read(&all_cpus()).expect("read");
     assert!(sent > 1000, "sent only {sent} datagrams");
 
-    let me = after.tasks.get(&gettid()).expect("this thread ran NET_RX inline");
-    let was = before.tasks.get(&gettid()).map_or(0, |t| t.acct.softirq_ns[CTX_INLINE][NET_RX]);
+    let me = after
+        .tasks
+        .get(&gettid())
+        .expect("this thread ran NET_RX inline");
+    let was = before
+        .tasks
+        .get(&gettid())
+        .map_or(0, |t| t.acct.softirq_ns[CTX_INLINE][NET_RX]);
     let inline_ns = me.acct.softirq_ns[CTX_INLINE][NET_RX] - was;
-    let ksoftirqd_ns: u64 = after.cpus.iter().map(|c| c.acct.softirq_ns[CTX_KSOFTIRQD][NET_RX]).sum::<u64>()
-        - before.cpus.iter().map(|c| c.acct.softirq_ns[CTX_KSOFTIRQD][NET_RX]).sum::<u64>();
+    let ksoftirqd_ns: u64 = after
+        .cpus
+        .iter()
+        .map(|c| c.acct.softirq_ns[CTX_KSOFTIRQD][NET_RX])
+        .sum::<u64>()
+        - before
+            .cpus
+            .iter()
+            .map(|c| c.acct.softirq_ns[CTX_KSOFTIRQD][NET_RX])
+            .sum::<u64>();
     // The kernel may hand the backlog to a running ksoftirqd instead of our
     // local_bh_enable; either way it is never stolen from us.
     assert!(
         inline_ns > 0 || ksoftirqd_ns > 0,
         "loopback NET_RX was neither inline in the sender nor in ksoftirqd"
     );
-    let stolen_was = before.tasks.get(&gettid()).map_or(0, |t| t.acct.softirq_ns[CTX_STOLEN][NET_RX]);
+    let stolen_was = before
+        .tasks
+        .get(&gettid())
+        .map_or(0, |t| t.acct.softirq_ns[CTX_STOLEN][NET_RX]);
     assert_eq!(
         me.acct.softirq_ns[CTX_STOLEN][NET_RX] - stolen_was,
         0,
         "our own loopback traffic must not look stolen"
     );
     let actions: u64 = after.cpus.iter().map(|c| c.net.net_rx_actions).sum::<u64>()
-        - before.cpus.iter().map(|c| c.net.net_rx_actions).sum::<u64>();
+        - before
+            .cpus
+            .iter()
+            .map(|c| c.net.net_rx_actions)
+            .sum::<u64>();
     assert!(actions > 0, "no NET_RX actions seen");
-    let polls: u64 = after.napi.iter().filter(|n| n.dev == "backlog").map(|n| n.polls).sum();
-    assert!(polls > 0, "loopback goes through the backlog napi: {:?}", after.napi);
-    let softirq_runs: u64 = after.health.programs.iter().filter(|p| p.name.ends_with("si_out")).map(|p| p.run_cnt).sum();
-    assert!(softirq_runs > 0, "bpf_stats reports run counts: {:?}", after.health.programs);
+    let polls: u64 = after
+        .napi
+        .iter()
+        .filter(|n| n.dev == "backlog")
+        .map(|n| n.polls)
+        .sum();
+    assert!(
+        polls > 0,
+        "loopback goes through the backlog napi: {:?}",
+        after.napi
+    );
+    let softirq_runs: u64 = after
+        .health
+        .programs
+        .iter()
+        .filter(|p| p.name.ends_with("si_out"))
+        .map(|p| p.run_cnt)
+        .sum();
+    assert!(
+        softirq_runs > 0,
+        "bpf_stats reports run counts: {:?}",
+        after.health.programs
+    );
     eprintln!(
         "{mode:?}: {sent} datagrams, inline NET_RX {inline_ns} ns in this thread, {actions} NET_RX actions"
     );
@@ -116,8 +158,16 @@ fn timer_ticks_are_seen_as_system_vectors() {
     }
     std::hint::black_box(x);
     let after = c.read(&all_cpus()).expect("read");
-    let ticks: u64 = after.cpus.iter().map(|c| c.sysvec_kind_count[0]).sum::<u64>()
-        - before.cpus.iter().map(|c| c.sysvec_kind_count[0]).sum::<u64>();
+    let ticks: u64 = after
+        .cpus
+        .iter()
+        .map(|c| c.sysvec_kind_count[0])
+        .sum::<u64>()
+        - before
+            .cpus
+            .iter()
+            .map(|c| c.sysvec_kind_count[0])
+            .sum::<u64>();
     assert!(ticks > 0, "no local timer interrupts seen in 200 ms");
     assert_eq!(after.health.map_full, 0);
 }

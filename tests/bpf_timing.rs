@@ -87,7 +87,10 @@ fn nested_hardirq_is_subtracted_from_softirq_once() {
     let me = r.tasks.get(&gettid()).expect("this thread was charged");
     assert_eq!(me.acct.hardirq_ns, 800);
     assert_eq!(me.acct.hardirq_count, 2);
-    assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 700, "1000 ns span minus 300 ns nested");
+    assert_eq!(
+        me.acct.softirq_ns[CTX_STOLEN][NET_RX], 700,
+        "1000 ns span minus 300 ns nested"
+    );
     assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 0);
     assert_eq!(me.acct.softirq_count[NET_RX], 1);
     let cpu = &r.cpus[0];
@@ -142,7 +145,10 @@ fn net_rx_reraise_counts_a_restart_and_keeps_provenance() {
     assert_eq!(cpu.net.net_rx_actions, 2);
     assert_eq!(cpu.net.net_rx_max_ns, 900);
     assert_eq!(cpu.sysvec_kind_count[0], 1, "one local timer");
-    assert_eq!(cpu.sysvec_kind_count[3], 1, "one call_function_single (RPS IPI)");
+    assert_eq!(
+        cpu.sysvec_kind_count[3], 1,
+        "one call_function_single (RPS IPI)"
+    );
 }
 
 #[test]
@@ -153,7 +159,11 @@ fn exits_without_entries_are_counted_not_charged() {
     let r = d.read();
     assert_eq!(r.cpus[0].health.unmatched_exits, 2);
     assert_eq!(r.health.unmatched_exits, 2);
-    assert!(r.tasks.get(&gettid()).is_none_or(|t| t.acct.softirq_count == [0; 10]));
+    assert!(
+        r.tasks
+            .get(&gettid())
+            .is_none_or(|t| t.acct.softirq_count == [0; 10])
+    );
 }
 
 #[test]
@@ -191,7 +201,12 @@ fn batches_follow_the_current_task_and_keep_start_times() {
     // start_boottime, in clock ticks, is the stat field the model keys on.
     let stat = std::fs::read_to_string(format!("/proc/self/task/{}/stat", gettid())).expect("stat");
     let after = stat.rsplit_once(')').expect("comm").1;
-    let start_ticks: u64 = after.split_whitespace().nth(19).expect("field 22").parse().expect("num");
+    let start_ticks: u64 = after
+        .split_whitespace()
+        .nth(19)
+        .expect("field 22")
+        .parse()
+        .expect("num");
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     assert_eq!(me.start_boottime_ns / (1_000_000_000 / hz), start_ticks);

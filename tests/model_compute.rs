@@ -25,14 +25,36 @@ fn approx(a: f64, b: f64) {
 }
 
 fn times(user: u64, system: u64, irq: u64, softirq: u64, idle: u64) -> CpuTimes {
-    CpuTimes { user, system, irq, softirq, idle, ..Default::default() }
+    CpuTimes {
+        user,
+        system,
+        irq,
+        softirq,
+        idle,
+        ..Default::default()
+    }
 }
 
 fn cpu(n: u32, t: CpuTimes, irq: Option<IrqAcct>) -> RawCpu {
-    RawCpu { cpu: n, online: true, times: Some(t), irq, ksoftirqd_tid: None, ..Default::default() }
+    RawCpu {
+        cpu: n,
+        online: true,
+        times: Some(t),
+        irq,
+        ksoftirqd_tid: None,
+        ..Default::default()
+    }
 }
 
-fn task(tgid: u32, tid: u32, start: u64, comm: &str, ticks: (u64, u64), on_cpu: u64, cpu: u32) -> RawTask {
+fn task(
+    tgid: u32,
+    tid: u32,
+    start: u64,
+    comm: &str,
+    ticks: (u64, u64),
+    on_cpu: u64,
+    cpu: u32,
+) -> RawTask {
     RawTask {
         tgid,
         tid,
@@ -49,7 +71,15 @@ fn task(tgid: u32, tid: u32, start: u64, comm: &str, ticks: (u64, u64), on_cpu: 
 }
 
 fn sample(mono: u64, source: Source, cpus: Vec<RawCpu>, tasks: Vec<RawTask>) -> RawSample {
-    RawSample { seq: mono / S, mono_ns: mono, unix_ms: mono / MS, source, cpus, tasks, ..Default::default() }
+    RawSample {
+        seq: mono / S,
+        mono_ns: mono,
+        unix_ms: mono / MS,
+        source,
+        cpus,
+        tasks,
+        ..Default::default()
+    }
 }
 
 fn thread(f: &Frame, tid: u32) -> &TaskView {
@@ -74,7 +104,14 @@ fn all_finite(f: &Frame) {
     }
     walk(&serde_json::to_value(f).unwrap());
     for t in f.threads.iter().chain(&f.processes) {
-        for x in [t.top_pct, t.on_cpu_pct, t.stolen_pct, t.true_pct, t.unexplained_est_pct, t.hardirq_pct] {
+        for x in [
+            t.top_pct,
+            t.on_cpu_pct,
+            t.stolen_pct,
+            t.true_pct,
+            t.unexplained_est_pct,
+            t.hardirq_pct,
+        ] {
             assert!(x.is_finite() && x >= 0.0, "{x} in {t:?}");
         }
     }
@@ -117,7 +154,11 @@ fn bpf_pair() -> (RawSample, RawSample) {
     let mut c0p = cpu(0, times(0, 0, 0, 0, 0), Some(IrqAcct::default()));
     c0p.ksoftirqd_tid = Some(9);
     c0p.net = Some(CpuNet::default());
-    c0p.softnet = Some(Softnet { time_squeeze: 3, processed: 100, ..Default::default() });
+    c0p.softnet = Some(Softnet {
+        time_squeeze: 3,
+        processed: 100,
+        ..Default::default()
+    });
     let mut c0 = cpu(0, times(60, 20, 5, 10, 5), Some(cpu_irq));
     c0.ksoftirqd_tid = Some(9);
     c0.net = Some(CpuNet {
@@ -129,7 +170,13 @@ fn bpf_pair() -> (RawSample, RawSample) {
         napi_work: 48000,
         napi_budget_exhausted: 20,
     });
-    c0.softnet = Some(Softnet { time_squeeze: 10, processed: 50100, dropped: 2, received_rps: 0, flow_limit: 0 });
+    c0.softnet = Some(Softnet {
+        time_squeeze: 10,
+        processed: 50100,
+        dropped: 2,
+        received_rps: 0,
+        flow_limit: 0,
+    });
     let c1p = cpu(1, times(0, 0, 0, 0, 0), Some(IrqAcct::default()));
     let c1 = cpu(1, times(0, 0, 0, 0, 100), Some(IrqAcct::default()));
 
@@ -148,24 +195,67 @@ fn bpf_pair() -> (RawSample, RawSample) {
     let mut cur = sample(2 * S, Source::Bpf, vec![c0, c1], vec![ks, victim]);
     prev.health = Some(BpfHealth {
         map_full: 5,
-        programs: vec![ProgStat { name: "softirq_exit".into(), run_cnt: 10, run_time_ns: 100 * MS }],
+        programs: vec![ProgStat {
+            name: "softirq_exit".into(),
+            run_cnt: 10,
+            run_time_ns: 100 * MS,
+        }],
         attach_mode: "tp_btf".into(),
         ..Default::default()
     });
     cur.health = Some(BpfHealth {
         map_full: 8,
         unmatched_exits: 1,
-        programs: vec![ProgStat { name: "softirq_exit".into(), run_cnt: 20, run_time_ns: 120 * MS }],
+        programs: vec![ProgStat {
+            name: "softirq_exit".into(),
+            run_cnt: 20,
+            run_time_ns: 120 * MS,
+        }],
         attach_mode: "tp_btf".into(),
         ..Default::default()
     });
-    prev.napi = vec![RawNapi { dev: "eth0".into(), napi_id: 7, cpu: 0, polls: 0, work: 0, budget_exhausted: 0, budget: 64 }];
+    prev.napi = vec![RawNapi {
+        dev: "eth0".into(),
+        napi_id: 7,
+        cpu: 0,
+        polls: 0,
+        work: 0,
+        budget_exhausted: 0,
+        budget: 64,
+    }];
     cur.napi = vec![
-        RawNapi { dev: "eth0".into(), napi_id: 7, cpu: 0, polls: 1500, work: 48000, budget_exhausted: 20, budget: 64 },
-        RawNapi { dev: "eth0".into(), napi_id: 7, cpu: 1, polls: 0, work: 0, budget_exhausted: 0, budget: 64 },
+        RawNapi {
+            dev: "eth0".into(),
+            napi_id: 7,
+            cpu: 0,
+            polls: 1500,
+            work: 48000,
+            budget_exhausted: 20,
+            budget: 64,
+        },
+        RawNapi {
+            dev: "eth0".into(),
+            napi_id: 7,
+            cpu: 1,
+            polls: 0,
+            work: 0,
+            budget_exhausted: 0,
+            budget: 64,
+        },
     ];
-    prev.devices = vec![RawDevice { name: "eth0".into(), ifindex: 2, rx_packets: 10, ..Default::default() }];
-    cur.devices = vec![RawDevice { name: "eth0".into(), ifindex: 2, rx_packets: 48010, rx_bytes: 1000, ..Default::default() }];
+    prev.devices = vec![RawDevice {
+        name: "eth0".into(),
+        ifindex: 2,
+        rx_packets: 10,
+        ..Default::default()
+    }];
+    cur.devices = vec![RawDevice {
+        name: "eth0".into(),
+        ifindex: 2,
+        rx_packets: 48010,
+        rx_bytes: 1000,
+        ..Default::default()
+    }];
     (prev, cur)
 }
 
@@ -229,7 +319,10 @@ fn tick_based_bpf_victim() {
     approx(f.summary.idle_pct, 52.5);
     approx(f.summary.stolen_pct_total, 13.0);
     approx(f.summary.packets_per_s, 48000.0);
-    assert_eq!((f.summary.tasks, f.summary.processes, f.summary.cpus_online), (2, 2, 2));
+    assert_eq!(
+        (f.summary.tasks, f.summary.processes, f.summary.cpus_online),
+        (2, 2, 2)
+    );
 
     assert_eq!(f.napi.len(), 1);
     assert_eq!(f.napi[0].cpus, vec![0]);
@@ -280,7 +373,11 @@ fn unknown_regime_computes_like_tick_based_and_says_so() {
 /// removed) and hardirq 500 ms. The CPU was 100 % in interrupts, not 110 %.
 #[test]
 fn nested_hardirq_in_softirq_counts_once() {
-    let mut acct = IrqAcct { hardirq_ns: 500 * MS, hardirq_count: 10, ..Default::default() };
+    let mut acct = IrqAcct {
+        hardirq_ns: 500 * MS,
+        hardirq_count: 10,
+        ..Default::default()
+    };
     acct.softirq_ns[CTX_STOLEN][NET_RX] = 500 * MS;
     let prev = sample(
         0,
@@ -290,14 +387,23 @@ fn nested_hardirq_in_softirq_counts_once() {
     );
     let mut t = task(5, 5, 1, "spin", (100, 0), S, 0);
     t.irq = Some(acct.clone());
-    let cur = sample(S, Source::Bpf, vec![cpu(0, times(0, 0, 50, 50, 0), Some(acct))], vec![t]);
+    let cur = sample(
+        S,
+        Source::Bpf,
+        vec![cpu(0, times(0, 0, 50, 50, 0), Some(acct))],
+        vec![t],
+    );
     let f = compute(&host(Regime::TickBased), &prev, &cur);
     let c = &f.cpus[0];
-    let traced = c.traced_hardirq_pct + c.traced_sysvec_pct + c.traced_softirq_pct.iter().sum::<f64>();
+    let traced =
+        c.traced_hardirq_pct + c.traced_sysvec_pct + c.traced_softirq_pct.iter().sum::<f64>();
     approx(traced, 100.0);
     approx(c.unexplained_irq_pct, 0.0);
     let v = thread(&f, 5);
-    assert_eq!(v.stolen_pct, v.hardirq_pct + v.sysvec_pct + v.softirq_stolen_pct.iter().sum::<f64>());
+    assert_eq!(
+        v.stolen_pct,
+        v.hardirq_pct + v.sysvec_pct + v.softirq_stolen_pct.iter().sum::<f64>()
+    );
     approx(v.stolen_pct, 100.0);
     approx(v.true_pct, 0.0);
 }
@@ -305,9 +411,17 @@ fn nested_hardirq_in_softirq_counts_once() {
 #[test]
 fn pid_reuse_is_a_new_task() {
     let mut old = task(200, 200, 1000, "old", (400, 100), 5 * S, 0);
-    old.irq = Some(IrqAcct { hardirq_ns: S, hardirq_count: 99999, ..Default::default() });
+    old.irq = Some(IrqAcct {
+        hardirq_ns: S,
+        hardirq_count: 99999,
+        ..Default::default()
+    });
     let mut new = task(200, 200, 2000, "new", (10, 0), 100 * MS, 0);
-    new.irq = Some(IrqAcct { hardirq_ns: 10 * MS, hardirq_count: 5, ..Default::default() });
+    new.irq = Some(IrqAcct {
+        hardirq_ns: 10 * MS,
+        hardirq_count: 5,
+        ..Default::default()
+    });
     let c = |n| vec![cpu(0, times(n, 0, 0, 0, 100 - n), None)];
     let prev = sample(S, Source::Bpf, c(0), vec![old]);
     let cur = sample(2 * S, Source::Bpf, c(10), vec![new]);
@@ -327,8 +441,18 @@ fn pid_reuse_is_a_new_task() {
 #[test]
 fn exec_keeps_the_row_and_shows_the_new_comm() {
     let c = |n| vec![cpu(0, times(n, 0, 0, 0, 100 - n), None)];
-    let prev = sample(S, Source::ProcOnly, c(0), vec![task(7, 7, 3, "sh", (10, 0), 100 * MS, 0)]);
-    let cur = sample(2 * S, Source::ProcOnly, c(30), vec![task(7, 7, 3, "iperf3", (40, 0), 400 * MS, 0)]);
+    let prev = sample(
+        S,
+        Source::ProcOnly,
+        c(0),
+        vec![task(7, 7, 3, "sh", (10, 0), 100 * MS, 0)],
+    );
+    let cur = sample(
+        2 * S,
+        Source::ProcOnly,
+        c(30),
+        vec![task(7, 7, 3, "iperf3", (40, 0), 400 * MS, 0)],
+    );
     let f = compute(&host(Regime::TickBased), &prev, &cur);
     assert_eq!(f.threads.len(), 1);
     assert_eq!(f.threads[0].comm, "iperf3");
@@ -345,7 +469,16 @@ fn zero_interval_is_all_zero_never_nan() {
     all_finite(&f);
     assert_eq!(f.interval_s, 0.0);
     for t in &f.threads {
-        assert_eq!((t.top_pct, t.on_cpu_pct, t.stolen_pct, t.true_pct, t.interrupts_per_s), (0.0, 0.0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            (
+                t.top_pct,
+                t.on_cpu_pct,
+                t.stolen_pct,
+                t.true_pct,
+                t.interrupts_per_s
+            ),
+            (0.0, 0.0, 0.0, 0.0, 0.0)
+        );
     }
     assert_eq!(f.cpus[0].net_rx_per_s, 0.0);
     // Going back in time is a zero interval too.
@@ -371,7 +504,10 @@ fn counters_going_backwards_give_zero() {
     let f = compute(&host(Regime::TickBased), &prev, &cur);
     all_finite(&f);
     let v = thread(&f, 100);
-    assert_eq!((v.top_pct, v.on_cpu_pct, v.stolen_pct, v.true_pct), (0.0, 0.0, 0.0, 0.0));
+    assert_eq!(
+        (v.top_pct, v.on_cpu_pct, v.stolen_pct, v.true_pct),
+        (0.0, 0.0, 0.0, 0.0)
+    );
     assert_eq!(f.cpus[0].usr_pct, 0.0);
     assert_eq!(f.cpus[0].net_rx_per_s, 0.0);
     assert_eq!(f.health.map_full, 0);
@@ -400,11 +536,28 @@ fn offline_cpu_is_shown_offline_with_zeros() {
 #[test]
 fn proc_only_estimates_tick_based() {
     let mut c0p = cpu(0, times(0, 0, 0, 0, 0), None);
-    c0p.softnet = Some(Softnet { processed: 0, ..Default::default() });
+    c0p.softnet = Some(Softnet {
+        processed: 0,
+        ..Default::default()
+    });
     let mut c0 = cpu(0, times(60, 20, 5, 10, 5), None);
-    c0.softnet = Some(Softnet { processed: 5000, time_squeeze: 2, ..Default::default() });
-    let prev = sample(S, Source::ProcOnly, vec![c0p], vec![task(1, 1, 1, "a", (0, 0), 0, 0)]);
-    let cur = sample(2 * S, Source::ProcOnly, vec![c0], vec![task(1, 1, 1, "a", (40, 8), 475 * MS, 0)]);
+    c0.softnet = Some(Softnet {
+        processed: 5000,
+        time_squeeze: 2,
+        ..Default::default()
+    });
+    let prev = sample(
+        S,
+        Source::ProcOnly,
+        vec![c0p],
+        vec![task(1, 1, 1, "a", (0, 0), 0, 0)],
+    );
+    let cur = sample(
+        2 * S,
+        Source::ProcOnly,
+        vec![c0],
+        vec![task(1, 1, 1, "a", (40, 8), 475 * MS, 0)],
+    );
     let f = compute(&host(Regime::TickBased), &prev, &cur);
     all_finite(&f);
     assert_eq!(f.source, Source::ProcOnly);
@@ -414,7 +567,10 @@ fn proc_only_estimates_tick_based() {
     approx(v.stolen_pct, 7.5);
     approx(v.hardirq_pct, 2.5);
     approx(v.true_pct, 40.0);
-    assert_eq!((v.unexplained_est_pct, v.interrupts_per_s, v.inline_pct), (0.0, 0.0, 0.0));
+    assert_eq!(
+        (v.unexplained_est_pct, v.interrupts_per_s, v.inline_pct),
+        (0.0, 0.0, 0.0)
+    );
     approx(f.cpus[0].packets_per_s, 5000.0);
     approx(f.cpus[0].time_squeeze_per_s, 2.0);
     assert_eq!(f.cpus[0].traced_hardirq_pct, 0.0);
@@ -426,12 +582,18 @@ fn proc_only_estimates_tick_based() {
 /// on-CPU time itself.
 #[test]
 fn proc_only_estimates_irq_time_accounting() {
-    let prev = sample(S, Source::ProcOnly, vec![cpu(0, times(0, 0, 0, 0, 0), None)], vec![
-        task(1, 1, 1, "a", (0, 0), 0, 0),
-    ]);
-    let cur = sample(2 * S, Source::ProcOnly, vec![cpu(0, times(60, 20, 5, 10, 5), None)], vec![
-        task(1, 1, 1, "a", (40, 0), 400 * MS, 0),
-    ]);
+    let prev = sample(
+        S,
+        Source::ProcOnly,
+        vec![cpu(0, times(0, 0, 0, 0, 0), None)],
+        vec![task(1, 1, 1, "a", (0, 0), 0, 0)],
+    );
+    let cur = sample(
+        2 * S,
+        Source::ProcOnly,
+        vec![cpu(0, times(60, 20, 5, 10, 5), None)],
+        vec![task(1, 1, 1, "a", (40, 0), 400 * MS, 0)],
+    );
     let f = compute(&host(Regime::IrqTimeAccounting), &prev, &cur);
     let v = thread(&f, 1);
     approx(v.stolen_pct, 7.5);
@@ -447,14 +609,25 @@ fn process_rows_sum_threads() {
     // irq and tracing saw 10 ms over 100 interruptions: 100 µs untraced each.
     prev.tasks.push(task(100, 101, 60, "worker", (0, 0), 0, 1));
     let mut w = task(100, 101, 60, "worker", (20, 0), 200 * MS, 1);
-    w.irq = Some(IrqAcct { hardirq_ns: 10 * MS, hardirq_count: 50, ..Default::default() });
+    w.irq = Some(IrqAcct {
+        hardirq_ns: 10 * MS,
+        hardirq_count: 50,
+        ..Default::default()
+    });
     cur.tasks.push(w);
     cur.cpus[1].times = Some(times(18, 0, 2, 0, 80));
-    cur.cpus[1].irq = Some(IrqAcct { hardirq_ns: 10 * MS, hardirq_count: 100, ..Default::default() });
+    cur.cpus[1].irq = Some(IrqAcct {
+        hardirq_ns: 10 * MS,
+        hardirq_count: 100,
+        ..Default::default()
+    });
     let f = compute(&host(Regime::TickBased), &prev, &cur);
     let p = process(&f, 100);
     assert!(p.is_process);
-    assert_eq!((p.tid, p.nr_threads, p.comm.as_str(), p.last_cpu), (100, 2, "victim", 0));
+    assert_eq!(
+        (p.tid, p.nr_threads, p.comm.as_str(), p.last_cpu),
+        (100, 2, "victim", 0)
+    );
     approx(p.top_pct, 110.0);
     approx(p.on_cpu_pct, 110.0);
     approx(p.hardirq_pct, 4.0);
@@ -471,16 +644,18 @@ mod totality {
     use proptest::prelude::*;
 
     fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
-        proptest::option::of((any::<u64>(), any::<u64>(), any::<u64>(), any::<[u64; 10]>()).prop_map(
-            |(a, b, c, s)| IrqAcct {
-                hardirq_ns: a,
-                hardirq_count: b,
-                sysvec_ns: c,
-                softirq_ns: [s, s, s],
-                softirq_count: s,
-                sysvec_count: b,
-            },
-        ))
+        proptest::option::of(
+            (any::<u64>(), any::<u64>(), any::<u64>(), any::<[u64; 10]>()).prop_map(
+                |(a, b, c, s)| IrqAcct {
+                    hardirq_ns: a,
+                    hardirq_count: b,
+                    sysvec_ns: c,
+                    softirq_ns: [s, s, s],
+                    softirq_count: s,
+                    sysvec_count: b,
+                },
+            ),
+        )
     }
 
     fn arb_sample() -> impl Strategy<Value = RawSample> {
@@ -488,7 +663,17 @@ mod totality {
             any::<u64>(),
             any::<bool>(),
             proptest::collection::vec((0u32..4, any::<bool>(), any::<[u64; 8]>(), arb_irq()), 0..4),
-            proptest::collection::vec((0u32..4, 0u32..6, 0u64..3, any::<[u64; 3]>(), 0u32..8, arb_irq()), 0..6),
+            proptest::collection::vec(
+                (
+                    0u32..4,
+                    0u32..6,
+                    0u64..3,
+                    any::<[u64; 3]>(),
+                    0u32..8,
+                    arb_irq(),
+                ),
+                0..6,
+            ),
         )
             .prop_map(|(mono, bpf, cpus, tasks)| RawSample {
                 mono_ns: mono,
@@ -510,7 +695,11 @@ mod totality {
                             ..Default::default()
                         }),
                         irq,
-                        net: Some(CpuNet { net_rx_actions: t[0], net_rx_ns: t[1], ..Default::default() }),
+                        net: Some(CpuNet {
+                            net_rx_actions: t[0],
+                            net_rx_ns: t[1],
+                            ..Default::default()
+                        }),
                         ksoftirqd_tid: Some(n),
                         ..Default::default()
                     })
@@ -542,4 +731,39 @@ mod totality {
             all_finite(&compute(&h, &a, &b));
         }
     }
+}
+
+/// No BPF, a CPU where ksoftirqd did most of the softirq work (tick-based:
+/// its 620 ms are inside /proc/stat's 720 ms of hi+si). Only the other
+/// 100 ms can have been stolen from tasks, shared over the 300 ms of
+/// non-ksoftirqd busy time: a task with 200 ms gets 66.7 ms.
+#[test]
+fn proc_only_leaves_ksoftirqd_work_out_of_the_pool() {
+    let mut ks_p = task(48, 48, 2, "ksoftirqd/0", (0, 0), 0, 0);
+    ks_p.kthread = true;
+    let mut ks = task(48, 48, 2, "ksoftirqd/0", (0, 62), 620 * MS, 0);
+    ks.kthread = true;
+    let mut c0p = cpu(0, times(0, 0, 0, 0, 0), None);
+    c0p.ksoftirqd_tid = Some(48);
+    let mut c0 = cpu(0, times(10, 10, 2, 70, 8), None);
+    c0.ksoftirqd_tid = Some(48);
+    let prev = sample(
+        S,
+        Source::ProcOnly,
+        vec![c0p],
+        vec![ks_p, task(3, 3, 1, "rx", (0, 0), 0, 0)],
+    );
+    let cur = sample(
+        2 * S,
+        Source::ProcOnly,
+        vec![c0],
+        vec![ks, task(3, 3, 1, "rx", (20, 0), 200 * MS, 0)],
+    );
+    let f = compute(&host(Regime::TickBased), &prev, &cur);
+    let v = thread(&f, 3);
+    approx(v.stolen_pct, 100.0 * 200.0 / 300.0 / 10.0);
+    approx(v.hardirq_pct, v.stolen_pct * 2.0 / 72.0);
+    approx(v.true_pct, 20.0 - v.stolen_pct);
+    approx(thread(&f, 48).stolen_pct, 0.0);
+    approx(f.cpus[0].ksoftirqd_pct, 62.0);
 }

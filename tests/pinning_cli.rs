@@ -22,25 +22,46 @@ fn exit_codes() {
     let o = run(&["--sysroot", &format!("{M}/clean")]);
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("no findings"));
-    assert_eq!(run(&["--sysroot", &format!("{M}/two_socket")]).status.code(), Some(1));
+    assert_eq!(
+        run(&["--sysroot", &format!("{M}/two_socket")])
+            .status
+            .code(),
+        Some(1)
+    );
     // two_socket has warnings but no error.
     assert_eq!(
-        run(&["--sysroot", &format!("{M}/two_socket"), "--fail-on", "error"]).status.code(),
+        run(&[
+            "--sysroot",
+            &format!("{M}/two_socket"),
+            "--fail-on",
+            "error"
+        ])
+        .status
+        .code(),
         Some(0)
     );
     assert_eq!(
-        run(&["--sysroot", &format!("{M}/container"), "--fail-on", "error"]).status.code(),
+        run(&["--sysroot", &format!("{M}/container"), "--fail-on", "error"])
+            .status
+            .code(),
         Some(1)
     );
     assert_eq!(
-        run(&["--sysroot", &format!("{M}/isolcpus"), "--fail-on", "never"]).status.code(),
+        run(&["--sysroot", &format!("{M}/isolcpus"), "--fail-on", "never"])
+            .status
+            .code(),
         Some(0)
     );
 }
 
 #[test]
 fn could_not_check_exits_2_naming_the_file() {
-    let o = run(&["--sysroot", &format!("{M}/clean"), "--hwloc-xml", "/nonexistent/topo.xml"]);
+    let o = run(&[
+        "--sysroot",
+        &format!("{M}/clean"),
+        "--hwloc-xml",
+        "/nonexistent/topo.xml",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/topo.xml"));
 
@@ -53,7 +74,12 @@ fn could_not_check_exits_2_naming_the_file() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("sys/devices/system/cpu/online"), "{err}");
 
-    let o = run(&["--sysroot", &format!("{M}/clean"), "--hwloc-synthetic", "bogus:7"]);
+    let o = run(&[
+        "--sysroot",
+        &format!("{M}/clean"),
+        "--hwloc-synthetic",
+        "bogus:7",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bogus:7"));
 
@@ -88,7 +114,12 @@ fn live_machine_check_runs() {
     // Whatever this machine's configuration, the check must complete and
     // emit a valid versioned report (exit 0 or 1, never 2).
     let o = run(&["--format", "json", "--fail-on", "never"]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], "nettop.pinning/1");
     assert!(v["summary"]["threads"].as_u64().unwrap() > 0);

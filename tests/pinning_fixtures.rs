@@ -42,7 +42,7 @@ fn set(s: &str) -> CpuSet {
     CpuSet::parse_list(s).unwrap()
 }
 
-fn thread<'a>(t: &'a mut HostTopology, tid: u32) -> &'a mut nettop::topology::ThreadInfo {
+fn thread(t: &mut HostTopology, tid: u32) -> &mut nettop::topology::ThreadInfo {
     t.threads.iter_mut().find(|x| x.tid == tid).unwrap()
 }
 
@@ -85,7 +85,14 @@ fn topology_of_the_two_socket_fixture() {
     assert_eq!(fwd.nics, vec!["eth0".to_string()]);
     assert!(t.threads.iter().find(|x| x.tid == 2).unwrap().kthread);
     // Unpinned threads get no enrichment.
-    assert!(t.threads.iter().find(|x| x.tid == 1000).unwrap().nics.is_empty());
+    assert!(
+        t.threads
+            .iter()
+            .find(|x| x.tid == 1000)
+            .unwrap()
+            .nics
+            .is_empty()
+    );
 }
 
 #[test]
@@ -113,7 +120,10 @@ fn topology_of_container_and_isolcpus_fixtures() {
 fn exact_rule_sets_per_machine() {
     assert_eq!(
         rules(&lint(&machine("two_socket"))),
-        ids(&["NT001", "NT002", "NT004", "NT005", "NT010", "NT011", "NT012", "NT015", "NT016", "NT018"])
+        ids(&[
+            "NT001", "NT002", "NT004", "NT005", "NT010", "NT011", "NT012", "NT015", "NT016",
+            "NT018"
+        ])
     );
     assert_eq!(rules(&lint(&machine("container"))), ids(&["NT006"]));
     assert_eq!(
@@ -121,7 +131,11 @@ fn exact_rule_sets_per_machine() {
         ids(&["NT007", "NT008", "NT013", "NT014", "NT017"])
     );
     let clean = lint(&machine("clean"));
-    assert!(clean.findings.is_empty(), "{}", pinning::render_text(&clean));
+    assert!(
+        clean.findings.is_empty(),
+        "{}",
+        pinning::render_text(&clean)
+    );
     assert_eq!(clean.exit_code(FailOn::Info), 0);
 }
 
@@ -183,7 +197,11 @@ fn nt002_irq_on_pinned_cpu_and_stolen_evidence() {
     let f = r.findings.iter().find(|f| f.rule == "NT002").unwrap();
     assert_eq!(f.irqs, vec![102]);
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.fix[0].ends_with("/proc/irq/102/smp_affinity_list"), "{:?}", f.fix);
+    assert!(
+        f.fix[0].ends_with("/proc/irq/102/smp_affinity_list"),
+        "{:?}",
+        f.fix
+    );
     let ev = Evidence {
         stolen_pct: [(1100, 35.0)].into_iter().collect(),
     };
@@ -206,7 +224,10 @@ fn nt003_rps_on_pinned_cpu() {
     let r = lint(&t);
     assert_eq!(tids(&r, "NT003"), vec![1001]);
     let f = r.findings.iter().find(|f| f.rule == "NT003").unwrap();
-    assert_eq!(f.fix, vec!["echo 0 > /sys/class/net/eth0/queues/rx-0/rps_cpus"]);
+    assert_eq!(
+        f.fix,
+        vec!["echo 0 > /sys/class/net/eth0/queues/rx-0/rps_cpus"]
+    );
 }
 
 #[test]
@@ -308,7 +329,10 @@ fn nt012_busy_threads_on_smt_siblings() {
 fn nt013_nt014_rps_on_isolated_and_cpu0() {
     let mut t = machine("isolcpus");
     let r = lint(&t);
-    assert_eq!(r.findings.iter().find(|f| f.rule == "NT013").unwrap().cpus, set("12"));
+    assert_eq!(
+        r.findings.iter().find(|f| f.rule == "NT013").unwrap().cpus,
+        set("12")
+    );
     assert!(has(&r, "NT014"));
     t.nics[0].rx_queues[0].rps_cpus = set("8");
     t.nics[0].rx_queues[1].rps_cpus = set("9");
@@ -321,7 +345,12 @@ fn nt013_nt014_rps_on_isolated_and_cpu0() {
 fn nt015_steering_off_node() {
     let mut t = machine("two_socket");
     assert_eq!(
-        lint(&t).findings.iter().find(|f| f.rule == "NT015").unwrap().cpus,
+        lint(&t)
+            .findings
+            .iter()
+            .find(|f| f.rule == "NT015")
+            .unwrap()
+            .cpus,
         set("2")
     );
     t.nics[0].rx_queues[1].rps_cpus = set("41");
@@ -342,7 +371,12 @@ fn nt016_memory_on_remote_node() {
 fn nt017_irqbalance_ban_misses_isolated() {
     let mut t = machine("isolcpus");
     assert_eq!(
-        lint(&t).findings.iter().find(|f| f.rule == "NT017").unwrap().cpus,
+        lint(&t)
+            .findings
+            .iter()
+            .find(|f| f.rule == "NT017")
+            .unwrap()
+            .cpus,
         set("10-15")
     );
     t.host.irqbalance.as_mut().unwrap().banned_cpus = None;

@@ -89,13 +89,18 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
     if Command::new("ip").arg("-V").output().is_err() {
         return skip("`ip` not installed");
     }
-    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     if ncpu < 2 {
         return skip("needs at least 2 CPUs");
     }
     let id = std::process::id();
     let (nsa, nsb) = (format!("ntpin-a-{id}"), format!("ntpin-b-{id}"));
-    let (va, vb) = (format!("ntpa{}", id % 100000), format!("ntpb{}", id % 100000));
+    let (va, vb) = (
+        format!("ntpa{}", id % 100000),
+        format!("ntpb{}", id % 100000),
+    );
     let mut g = Guard {
         ns: Vec::new(),
         child: None,
@@ -113,7 +118,16 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
     sh(&["ip", "-n", &nsa, "link", "set", &va, "up"]).unwrap();
     sh(&["ip", "-n", &nsb, "link", "set", &vb, "up"]).unwrap();
     let rps = format!("/sys/class/net/{vb}/queues/rx-0/rps_cpus");
-    sh(&["ip", "netns", "exec", &nsb, "sh", "-c", &format!("echo 2 > {rps}")]).unwrap();
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &nsb,
+        "sh",
+        "-c",
+        &format!("echo 2 > {rps}"),
+    ])
+    .unwrap();
 
     g.child = Some(
         Command::new("taskset")
@@ -146,16 +160,27 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
         "{rps_f:?}"
     );
 
-    sh(&["ip", "netns", "exec", &nsb, "sh", "-c", &format!("echo 0 > {rps}")]).unwrap();
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &nsb,
+        "sh",
+        "-c",
+        &format!("echo 0 > {rps}"),
+    ])
+    .unwrap();
     let r = check(&nsb);
     assert!(
         findings_for(&r, victim).is_empty(),
         "clean RPS still reports pid {victim}: {r:#}"
     );
-    let mentions_vb = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["nics"].as_array().unwrap().iter().any(|n| n == vb.as_str()));
+    let mentions_vb = r["findings"].as_array().unwrap().iter().any(|f| {
+        f["nics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == vb.as_str())
+    });
     assert!(!mentions_vb, "{r:#}");
 }

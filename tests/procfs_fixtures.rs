@@ -12,7 +12,11 @@ use nettop::model::raw::{Regime, Softnet};
 use nettop::sysroot::Sysroot;
 
 fn root(name: &str) -> Sysroot {
-    Sysroot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc").join(name))
+    Sysroot::new(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/proc")
+            .join(name),
+    )
 }
 
 #[test]
@@ -72,13 +76,27 @@ fn cpus_offline_row_and_softnet_cpu_column() {
     let r = root("modern");
     let tasks = procfs::read_tasks(&r, &[]).unwrap();
     let cpus = procfs::read_cpus(&r, &tasks).unwrap();
-    assert_eq!(cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
     let on: Vec<bool> = cpus.iter().map(|c| c.online).collect();
     assert_eq!(on, vec![true, true, false, true]);
     assert!(cpus[2].times.is_none() && cpus[2].softnet.is_none());
     let t1 = cpus[1].times.as_ref().unwrap();
     assert_eq!(
-        (t1.user, t1.nice, t1.system, t1.idle, t1.iowait, t1.irq, t1.softirq, t1.steal, t1.guest, t1.guest_nice),
+        (
+            t1.user,
+            t1.nice,
+            t1.system,
+            t1.idle,
+            t1.iowait,
+            t1.irq,
+            t1.softirq,
+            t1.steal,
+            t1.guest,
+            t1.guest_nice
+        ),
         (200, 2, 60, 2000, 3, 4, 5, 6, 7, 8)
     );
     assert_eq!(cpus[3].softnet.as_ref().unwrap().processed, 0xff);
@@ -96,14 +114,22 @@ fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
     assert_eq!(cpus, vec![0, 1, 3]);
     assert_eq!(
         sn[2].1,
-        Softnet { processed: 0xff, dropped: 1, time_squeeze: 2, received_rps: 5, flow_limit: 0 }
+        Softnet {
+            processed: 0xff,
+            dropped: 1,
+            time_squeeze: 2,
+            received_rps: 5,
+            flow_limit: 0
+        }
     );
     let modern = procfs::read_softnet(&root("modern")).unwrap();
-    assert_eq!(modern.iter().map(|(c, s)| (*c, s.processed)).collect::<Vec<_>>(), vec![
-        (0, 0x10),
-        (1, 0x2000),
-        (3, 0xff)
-    ]);
+    assert_eq!(
+        modern
+            .iter()
+            .map(|(c, s)| (*c, s.processed))
+            .collect::<Vec<_>>(),
+        vec![(0, 0x10), (1, 0x2000), (3, 0xff)]
+    );
 }
 
 #[test]
@@ -120,7 +146,13 @@ fn devices_skip_non_devices() {
     assert_eq!(devs.len(), 2);
     assert_eq!((devs[0].name.as_str(), devs[0].ifindex), ("eth0", 2));
     assert_eq!(
-        (devs[0].rx_packets, devs[0].rx_bytes, devs[0].tx_packets, devs[0].tx_bytes, devs[0].rx_dropped),
+        (
+            devs[0].rx_packets,
+            devs[0].rx_bytes,
+            devs[0].tx_packets,
+            devs[0].tx_bytes,
+            devs[0].rx_dropped
+        ),
         (1000, 2000, 3000, 4000, 5000)
     );
     assert_eq!(devs[1].name, "lo");

@@ -72,11 +72,19 @@ fn sort_moves_between_columns_and_reverses() {
     assert_eq!(a.sort.column, Column::Gap);
     assert_eq!(pos(&a), 0); // what top gets most wrong
     key(&mut a, KeyCode::Char('<'));
-    let trues: Vec<f64> = a.rows.iter().map(|r| a.task(r.src).unwrap().true_pct).collect();
+    let trues: Vec<f64> = a
+        .rows
+        .iter()
+        .map(|r| a.task(r.src).unwrap().true_pct)
+        .collect();
     assert!(trues.windows(2).all(|w| w[0] >= w[1]));
     key(&mut a, KeyCode::Char('R'));
     assert!(!a.sort.descending);
-    let trues: Vec<f64> = a.rows.iter().map(|r| a.task(r.src).unwrap().true_pct).collect();
+    let trues: Vec<f64> = a
+        .rows
+        .iter()
+        .map(|r| a.task(r.src).unwrap().true_pct)
+        .collect();
     assert!(trues.windows(2).all(|w| w[0] <= w[1]));
     // Past the left end it stays on the first column.
     for _ in 0..20 {
@@ -214,7 +222,10 @@ fn scrolling_stops_at_both_ends() {
         key(&mut a, KeyCode::Down);
     }
     let n = a.topo_lines.len();
-    assert_eq!(a.pos[3].offset, n.saturating_sub(a.viewport(View::Topology)));
+    assert_eq!(
+        a.pos[3].offset,
+        n.saturating_sub(a.viewport(View::Topology))
+    );
     key(&mut a, KeyCode::Home);
     assert_eq!(a.pos[3].offset, 0);
     // CPUs list: 16 rows.

@@ -4,8 +4,7 @@
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use nettop::cpuset::CpuSet;
 use nettop::topology::{
-    Cache, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, ThreadInfo,
-    XdpMode,
+    Cache, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, ThreadInfo, XdpMode,
 };
 use nettop::ui::app::{App, Extras, Options, Theme, View};
 use nettop::ui::{fixtures, render, topo_view};
@@ -254,10 +253,27 @@ fn topology_with_hwloc_data() {
 }
 
 #[test]
-fn pinning_view() {
+fn pinning_view_before_topology_loads() {
     let mut a = busy(120, 12);
     press(&mut a, KeyCode::Char('5'));
-    snap!("ui_pinning", screen(&a, 120, 12));
+    snap!("ui_pinning_waiting", screen(&a, 120, 12));
+}
+
+#[test]
+fn pinning_view_with_live_evidence() {
+    let mut a = busy(130, 40);
+    let ev = nettop::pinning::Evidence {
+        stolen_pct: [(5001, 40.0)].into_iter().collect(),
+    };
+    let report = nettop::pinning::check(&topo_2s(), &ev);
+    a.set_extras(Extras {
+        topology: None,
+        pinning: Some(topo_view::pinning_lines(&report)),
+    });
+    press(&mut a, KeyCode::Char('5'));
+    let s = screen(&a, 130, 40);
+    assert!(s.contains("nettop pinning check"), "{s}");
+    snap!("ui_pinning_findings", s);
 }
 
 #[test]
@@ -287,7 +303,10 @@ fn status_line_shows_pause_and_unknown_regime() {
     a.push_frame(f);
     press(&mut a, KeyCode::Char('p'));
     let s = screen(&a, 120, 10);
-    assert!(s.contains("PAUSED") && s.contains("IRQ_TIME_ACCOUNTING unknown"), "{s}");
+    assert!(
+        s.contains("PAUSED") && s.contains("IRQ_TIME_ACCOUNTING unknown"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -371,9 +390,15 @@ fn net_rx_cells_are_highlighted() {
         l.windows(p.len()).position(|w| w == p.as_slice())
     };
     let hx = lines.iter().find_map(|l| find(l, "NET_RX%")).unwrap() as u16 - 1;
-    let y = lines.iter().position(|l| find(l, "openssl").is_some()).unwrap() as u16;
+    let y = lines
+        .iter()
+        .position(|l| find(l, "openssl").is_some())
+        .unwrap() as u16;
     assert!((hx..hx + 7).any(|x| buf[(x, y)].fg == Color::Magenta));
     // ...and an unaffected task's NET_RX cell is not.
-    let y2 = lines.iter().position(|l| find(l, "postgres").is_some()).unwrap() as u16;
+    let y2 = lines
+        .iter()
+        .position(|l| find(l, "postgres").is_some())
+        .unwrap() as u16;
     assert!((hx..hx + 7).all(|x| buf[(x, y2)].fg != Color::Magenta));
 }

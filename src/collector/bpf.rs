@@ -219,7 +219,8 @@ impl BpfCollector {
         // The skeleton borrows its OpenObject for its whole life; the
         // collector lives as long as the process, so the object is leaked
         // once per load instead of making BpfCollector self-referential.
-        let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let object: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
         let mut open = NettopSkelBuilder::default()
             .open(object)
             .context("opening the BPF object")?;
@@ -256,7 +257,11 @@ impl BpfCollector {
             present.iter().any(|p| p == tp)
                 && paired(tp).is_none_or(|other| present.iter().any(|p| *p == other))
         };
-        let missing: Vec<String> = wanted_tps.iter().filter(|tp| !usable(tp)).cloned().collect();
+        let missing: Vec<String> = wanted_tps
+            .iter()
+            .filter(|tp| !usable(tp))
+            .cloned()
+            .collect();
         for core in ["softirq_entry", "softirq_exit", "softirq_raise"] {
             if !usable(core) {
                 bail!("this kernel has no {core} tracepoint; nettop cannot account softirq time");
@@ -411,10 +416,14 @@ impl BpfCollector {
         let map = &self.skel.maps.tasks;
         let mut out = HashMap::new();
         for key in map.keys() {
-            let Some(bytes) = map.lookup(&key, MapFlags::ANY).context("reading the task map")? else {
+            let Some(bytes) = map
+                .lookup(&key, MapFlags::ANY)
+                .context("reading the task map")?
+            else {
                 continue; // deleted between keys() and lookup()
             };
-            let (Some(tid), Some(v)) = (u32_from(&key), from_bytes::<types::nt_task>(&bytes)) else {
+            let (Some(tid), Some(v)) = (u32_from(&key), from_bytes::<types::nt_task>(&bytes))
+            else {
                 continue;
             };
             out.insert(
@@ -485,11 +494,7 @@ impl BpfCollector {
             // SAFETY: info is a properly sized, writable bpf_prog_info and len says so;
             // the fd is a live program fd borrowed from the skeleton.
             let rc = unsafe {
-                libbpf_sys::bpf_prog_get_info_by_fd(
-                    prog.as_fd().as_raw_fd(),
-                    &mut info,
-                    &mut len,
-                )
+                libbpf_sys::bpf_prog_get_info_by_fd(prog.as_fd().as_raw_fd(), &mut info, &mut len)
             };
             if rc == 0 {
                 out.push((prog.name().to_string_lossy().into_owned(), info));
@@ -512,7 +517,10 @@ impl BpfCollector {
     }
 
     fn recursion_misses(&self) -> u64 {
-        self.prog_infos().iter().map(|(_, i)| i.recursion_misses).sum()
+        self.prog_infos()
+            .iter()
+            .map(|(_, i)| i.recursion_misses)
+            .sum()
     }
 
     // ---- test support: drive the state machine with exact timelines ----
@@ -584,7 +592,11 @@ fn u32_from(bytes: &[u8]) -> Option<u32> {
 }
 
 fn c_str(raw: &[i8]) -> String {
-    let bytes: Vec<u8> = raw.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = raw
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -594,8 +606,14 @@ mod tests {
 
     #[test]
     fn entry_and_exit_are_paired() {
-        assert_eq!(paired("local_timer_entry").as_deref(), Some("local_timer_exit"));
-        assert_eq!(paired("irq_handler_exit").as_deref(), Some("irq_handler_entry"));
+        assert_eq!(
+            paired("local_timer_entry").as_deref(),
+            Some("local_timer_exit")
+        );
+        assert_eq!(
+            paired("irq_handler_exit").as_deref(),
+            Some("irq_handler_entry")
+        );
         assert_eq!(paired("softirq_raise"), None);
     }
 

@@ -12,7 +12,9 @@ const OPTION: &str = "CONFIG_IRQ_TIME_ACCOUNTING";
 /// Detects everything in [`HostInfo`]. Never fails: a fact that cannot be
 /// read is left empty (or `Regime::Unknown`), never guessed.
 pub fn detect_host(root: &Sysroot) -> HostInfo {
-    let kernel = root.read_opt("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let kernel = root
+        .read_opt("/proc/sys/kernel/osrelease")
+        .unwrap_or_default();
     let (regime, regime_source) = detect_regime(root, &kernel);
     let nr_cpus = root
         .read_opt("/sys/devices/system/cpu/possible")
@@ -21,8 +23,12 @@ pub fn detect_host(root: &Sysroot) -> HostInfo {
         .map(|max| max + 1)
         .unwrap_or(0);
     HostInfo {
-        hostname: root.read_opt("/proc/sys/kernel/hostname").unwrap_or_default(),
-        boot_id: root.read_opt("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
+        hostname: root
+            .read_opt("/proc/sys/kernel/hostname")
+            .unwrap_or_default(),
+        boot_id: root
+            .read_opt("/proc/sys/kernel/random/boot_id")
+            .unwrap_or_default(),
         regime,
         regime_source,
         clk_tck: clk_tck(),
@@ -104,12 +110,17 @@ fn cpu_nodes(root: &Sysroot, nr_cpus: u32) -> Vec<u32> {
     if let Ok(rd) = std::fs::read_dir(root.path("/sys/devices/system/node")) {
         for e in rd.filter_map(|e| e.ok()) {
             let name = e.file_name();
-            let Some(node) = name.to_str().and_then(|s| s.strip_prefix("node")).and_then(|s| s.parse::<u32>().ok())
+            let Some(node) = name
+                .to_str()
+                .and_then(|s| s.strip_prefix("node"))
+                .and_then(|s| s.parse::<u32>().ok())
             else {
                 continue;
             };
             nodes_seen.insert(node);
-            let Ok(list) = std::fs::read_to_string(e.path().join("cpulist")) else { continue };
+            let Ok(list) = std::fs::read_to_string(e.path().join("cpulist")) else {
+                continue;
+            };
             if let Ok(set) = CpuSet::parse_list(&list) {
                 for cpu in set.iter() {
                     if let Some(slot) = map.get_mut(cpu as usize) {
@@ -124,10 +135,15 @@ fn cpu_nodes(root: &Sysroot, nr_cpus: u32) -> Vec<u32> {
             continue;
         }
         let dir = root.path(format!("/sys/devices/system/cpu/cpu{cpu}"));
-        let Ok(rd) = std::fs::read_dir(dir) else { continue };
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
         for e in rd.filter_map(|e| e.ok()) {
-            if let Some(node) =
-                e.file_name().to_str().and_then(|s| s.strip_prefix("node")).and_then(|s| s.parse::<u32>().ok())
+            if let Some(node) = e
+                .file_name()
+                .to_str()
+                .and_then(|s| s.strip_prefix("node"))
+                .and_then(|s| s.parse::<u32>().ok())
             {
                 nodes_seen.insert(node);
                 *slot = Some(node);
@@ -158,6 +174,9 @@ mod tests {
             regime_from_config(&b"# CONFIG_IRQ_TIME_ACCOUNTING is not set\n"[..]),
             Some(Regime::TickBased)
         );
-        assert_eq!(regime_from_config(&b"CONFIG_IRQ_TIME_ACCOUNTING_X=y\n"[..]), None);
+        assert_eq!(
+            regime_from_config(&b"CONFIG_IRQ_TIME_ACCOUNTING_X=y\n"[..]),
+            None
+        );
     }
 }

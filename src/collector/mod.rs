@@ -47,7 +47,8 @@ impl Collector {
                     opts.sysroot.root().display()
                 );
             }
-            let tasks = procfs::read_tasks(&opts.sysroot, &[]).context("listing ksoftirqd threads")?;
+            let tasks =
+                procfs::read_tasks(&opts.sysroot, &[]).context("listing ksoftirqd threads")?;
             let ksoftirqd = procfs::find_ksoftirqd(&tasks).into_iter().collect();
             Some(BpfCollector::open(&BpfOptions {
                 ksoftirqd,
@@ -68,7 +69,11 @@ impl Collector {
     }
 
     pub fn source(&self) -> Source {
-        if self.bpf.is_some() { Source::Bpf } else { Source::ProcOnly }
+        if self.bpf.is_some() {
+            Source::Bpf
+        } else {
+            Source::ProcOnly
+        }
     }
 
     /// Takes one snapshot of every counter.

@@ -69,7 +69,9 @@ pub fn parse_stat(text: &str) -> Result<StatFields, String> {
     // rest[0] is field 3 (state), so field N is rest[N - 3].
     let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
     let field = |n: usize| -> Result<u64, String> {
-        let s = rest.get(n - 3).ok_or_else(|| format!("field {n} missing"))?;
+        let s = rest
+            .get(n - 3)
+            .ok_or_else(|| format!("field {n} missing"))?;
         // Signed fields (priority, nice) are never read; the ones we read are
         // unsigned, but tolerate a stray sign rather than fail a whole sample.
         s.parse::<u64>()
@@ -179,7 +181,12 @@ fn read_one_task(dir: &Path, tgid: u32, tid: u32, buf: &mut Vec<u8>) -> Result<R
 
 /// Reads every thread of one process into `out`. A process that vanished is
 /// skipped; other errors propagate.
-fn read_process(proc_dir: &Path, pid: u32, out: &mut Vec<RawTask>, buf: &mut Vec<u8>) -> Result<()> {
+fn read_process(
+    proc_dir: &Path,
+    pid: u32,
+    out: &mut Vec<RawTask>,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
     let task_dir = proc_dir.join(pid.to_string()).join("task");
     let tids = match numeric_entries(&task_dir) {
         Ok(t) => t,
@@ -212,7 +219,8 @@ fn ksoftirqd_pids(proc_dir: &Path, all: &[u32], buf: &mut Vec<u8>) -> Vec<u32> {
 /// plus all `ksoftirqd/N` threads, which the per-CPU view always needs.
 pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
     let proc_dir = root.proc();
-    let all = numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))?;
+    let all =
+        numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))?;
     let mut buf = Vec::with_capacity(2048);
     let wanted: Vec<u32> = if pids.is_empty() {
         all
@@ -234,14 +242,17 @@ pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
 /// columns (old kernels) read as 0. Only online CPUs are listed by the kernel.
 pub fn read_cpu_times(root: &Sysroot) -> Result<Vec<(u32, CpuTimes)>> {
     let path = root.path("/proc/stat");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     parse_proc_stat(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
 pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("cpu") else { continue };
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
         // The aggregate line is "cpu  <numbers>": no index after "cpu".
         if rest.starts_with(|c: char| c.is_ascii_whitespace()) {
             continue;
@@ -252,7 +263,9 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
         };
         let mut v = [0u64; 10];
         for (slot, s) in v.iter_mut().zip(it) {
-            *slot = s.parse().map_err(|_| format!("bad number '{s}' in '{line}'"))?;
+            *slot = s
+                .parse()
+                .map_err(|_| format!("bad number '{s}' in '{line}'"))?;
         }
         out.push((
             cpu,
@@ -275,7 +288,8 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
 
 fn read_cpu_list(root: &Sysroot, abs: &str) -> Result<CpuSet> {
     let path = root.path(abs);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     CpuSet::parse_list(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
@@ -289,16 +303,24 @@ pub fn read_online(root: &Sysroot) -> Result<CpuSet> {
 /// row i belongs to the i-th online CPU.
 pub fn read_softnet(root: &Sysroot) -> Result<Vec<(u32, Softnet)>> {
     let path = root.path("/proc/net/softnet_stat");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let needs_online = text
         .lines()
         .any(|l| !l.trim().is_empty() && l.split_ascii_whitespace().count() < 13);
-    let online = if needs_online { Some(read_online(root)?) } else { None };
+    let online = if needs_online {
+        Some(read_online(root)?)
+    } else {
+        None
+    };
     parse_softnet(&text, online.as_ref()).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
 pub fn parse_softnet(text: &str, online: Option<&CpuSet>) -> Result<Vec<(u32, Softnet)>, String> {
-    let mut online_iter = online.map(|o| o.iter().collect::<Vec<_>>()).unwrap_or_default().into_iter();
+    let mut online_iter = online
+        .map(|o| o.iter().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter();
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let cols: Vec<u64> = line
@@ -356,12 +378,20 @@ pub fn read_devices(root: &Sysroot) -> Result<Vec<RawDevice>> {
                     .parse()
                     .map(Some)
                     .map_err(|_| anyhow!("{}: '{}' is not a number", p.display(), s.trim())),
-                Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory => Ok(None),
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound
+                        || e.kind() == io::ErrorKind::NotADirectory =>
+                {
+                    Ok(None)
+                }
                 Err(e) => Err(anyhow!(e).context(format!("reading {}", p.display()))),
             }
         };
-        let Some(ifindex) = read_num("ifindex")? else { continue };
-        let stat = |s: &str| -> Result<u64> { Ok(read_num(&format!("statistics/{s}"))?.unwrap_or(0)) };
+        let Some(ifindex) = read_num("ifindex")? else {
+            continue;
+        };
+        let stat =
+            |s: &str| -> Result<u64> { Ok(read_num(&format!("statistics/{s}"))?.unwrap_or(0)) };
         out.push(RawDevice {
             ifindex: u32::try_from(ifindex).unwrap_or(0),
             rx_packets: stat("rx_packets")?,
@@ -438,7 +468,10 @@ mod tests {
         let s = parse_stat(line).unwrap();
         assert_eq!(s.comm, "a) b (c)");
         assert_eq!(s.state, 'S');
-        assert_eq!((s.utime, s.stime, s.start_ticks, s.last_cpu), (7, 3, 12345, 5));
+        assert_eq!(
+            (s.utime, s.stime, s.start_ticks, s.last_cpu),
+            (7, 3, 12345, 5)
+        );
         assert_eq!(s.flags, 4194560);
     }
 

@@ -63,7 +63,7 @@ pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
     let opts = metric_options(cli);
     let scrape = Arc::new(Mutex::new(Scrape::default()));
     let mut prev: Option<RawSample> = None;
-    let mut update = |prev: &mut Option<RawSample>, cur: RawSample| {
+    let update = |prev: &mut Option<RawSample>, cur: RawSample| {
         let fams = openmetrics::families(&host, prev.as_ref(), &cur, &opts);
         let s = Scrape {
             openmetrics: openmetrics::render(&fams, Flavor::OpenMetrics),
@@ -181,7 +181,10 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
     if rows > 0 {
         v.truncate(rows);
     }
-    let net_rx = SOFTIRQ_NAMES.iter().position(|n| *n == "NET_RX").unwrap_or(3);
+    let net_rx = SOFTIRQ_NAMES
+        .iter()
+        .position(|n| *n == "NET_RX")
+        .unwrap_or(3);
     let mut out = String::new();
     for t in v {
         let soft: f64 = t.softirq_stolen_pct.iter().sum();

@@ -34,7 +34,8 @@ pub enum Flavor {
     Prometheus,
 }
 
-pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// One metric family. `name` excludes `_total`/`_info`; for a family with a
@@ -141,7 +142,11 @@ fn add_irq(into: &mut Option<IrqAcct>, a: &IrqAcct) {
 fn aggregate(tasks: &[RawTask], threads: bool) -> BTreeMap<(u32, u32), TaskAgg> {
     let mut m: BTreeMap<(u32, u32), TaskAgg> = BTreeMap::new();
     for t in tasks {
-        let key = if threads { (t.tgid, t.tid) } else { (t.tgid, t.tgid) };
+        let key = if threads {
+            (t.tgid, t.tid)
+        } else {
+            (t.tgid, t.tgid)
+        };
         let e = m.entry(key).or_insert_with(|| TaskAgg {
             pid: t.tgid,
             tid: key.1,
@@ -203,12 +208,22 @@ pub fn families(
     );
     ts.push(vec![], cur.unix_ms as f64 / 1e3);
     out.push(ts);
-    let mut ntasks = Family::new("nettop_tasks", Kind::Gauge, None, "Threads seen in the sample");
+    let mut ntasks = Family::new(
+        "nettop_tasks",
+        Kind::Gauge,
+        None,
+        "Threads seen in the sample",
+    );
     ntasks.push(vec![], cur.tasks.len() as f64);
     out.push(ntasks);
 
     // Per CPU.
-    let mut online = Family::new("nettop_cpu_online", Kind::Gauge, None, "1 if the CPU is online");
+    let mut online = Family::new(
+        "nettop_cpu_online",
+        Kind::Gauge,
+        None,
+        "1 if the CPU is online",
+    );
     let mut cpu_s = Family::new(
         "nettop_cpu_seconds",
         Kind::Counter,
@@ -245,7 +260,12 @@ pub fn families(
         Some("seconds"),
         "Time in NET_RX softirq (net_rx_action), nested hardirqs removed",
     );
-    let mut rx_n = Family::new("nettop_cpu_net_rx_actions", Kind::Counter, None, "NET_RX softirq runs");
+    let mut rx_n = Family::new(
+        "nettop_cpu_net_rx_actions",
+        Kind::Counter,
+        None,
+        "NET_RX softirq runs",
+    );
     let mut rx_r = Family::new(
         "nettop_cpu_net_rx_restarts",
         Kind::Counter,
@@ -258,7 +278,12 @@ pub fn families(
         Some("seconds"),
         "Longest single NET_RX run since the collector started",
     );
-    let mut polls = Family::new("nettop_cpu_napi_polls", Kind::Counter, None, "napi polls on this CPU");
+    let mut polls = Family::new(
+        "nettop_cpu_napi_polls",
+        Kind::Counter,
+        None,
+        "napi polls on this CPU",
+    );
     let mut pkts = Family::new(
         "nettop_cpu_napi_packets",
         Kind::Counter,
@@ -377,7 +402,12 @@ pub fn families(
         e.1 += n.work;
         e.2 += n.budget_exhausted;
     }
-    let mut np = Family::new("nettop_napi_polls", Kind::Counter, None, "Polls per napi instance");
+    let mut np = Family::new(
+        "nettop_napi_polls",
+        Kind::Counter,
+        None,
+        "Polls per napi instance",
+    );
     let mut nw = Family::new(
         "nettop_napi_packets",
         Kind::Counter,
@@ -457,7 +487,9 @@ pub fn families(
             let p = prev_t.as_ref().and_then(|m| m.get(k));
             let st = t.irq.as_ref().map(stolen_ns).unwrap_or(0);
             let pst = p.and_then(|p| p.irq.as_ref()).map(stolen_ns).unwrap_or(0);
-            let oc = t.on_cpu_ns.saturating_sub(p.map(|p| p.on_cpu_ns).unwrap_or(0));
+            let oc = t
+                .on_cpu_ns
+                .saturating_sub(p.map(|p| p.on_cpu_ns).unwrap_or(0));
             (t, st.saturating_sub(pst), oc)
         })
         .collect();
@@ -525,7 +557,7 @@ pub fn families(
 
     // Collector health.
     if let Some(h) = &cur.health {
-        let mut one = |name, help, v: f64, unit| {
+        let one = |name, help, v: f64, unit| {
             let mut f = Family::new(name, Kind::Counter, unit, help);
             f.push(vec![], v);
             f
@@ -598,7 +630,11 @@ fn fmt_value(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else {
         format!("{v}")
     }

@@ -32,8 +32,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::frame::{CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView};
 use super::raw::{
-    CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NR_SOFTIRQS, RawCpu, RawDevice,
-    RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
+    CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NR_SOFTIRQS,
+    RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
 };
 
 /// Replaces NaN/inf (impossible by construction, but a frame must never
@@ -56,13 +56,25 @@ struct Ctx {
 
 impl Ctx {
     fn pct_ns(&self, ns: f64) -> f64 {
-        if self.dt_ns == 0 { 0.0 } else { fin(ns / self.dt_ns as f64 * 100.0) }
+        if self.dt_ns == 0 {
+            0.0
+        } else {
+            fin(ns / self.dt_ns as f64 * 100.0)
+        }
     }
     fn rate(&self, n: f64) -> f64 {
-        if self.dt_ns == 0 { 0.0 } else { fin(n * 1e9 / self.dt_ns as f64) }
+        if self.dt_ns == 0 {
+            0.0
+        } else {
+            fin(n * 1e9 / self.dt_ns as f64)
+        }
     }
     fn ticks_ns(&self, ticks: u64) -> f64 {
-        if self.clk_tck == 0 { 0.0 } else { fin(ticks as f64 * 1e9 / self.clk_tck as f64) }
+        if self.clk_tck == 0 {
+            0.0
+        } else {
+            fin(ticks as f64 * 1e9 / self.clk_tck as f64)
+        }
     }
     /// Tick-based arithmetic for both TickBased and Unknown.
     fn irq_in_runtime(&self) -> bool {
@@ -109,7 +121,9 @@ fn irq_add(a: &mut IrqAcct, b: &IrqAcct) {
 }
 
 fn ctx_sum(a: &IrqAcct, ctx: usize) -> u64 {
-    a.softirq_ns[ctx].iter().fold(0u64, |s, v| s.saturating_add(*v))
+    a.softirq_ns[ctx]
+        .iter()
+        .fold(0u64, |s, v| s.saturating_add(*v))
 }
 
 fn interruptions(a: &IrqAcct) -> u64 {
@@ -165,10 +179,14 @@ struct CpuCalc {
     excess_ns: f64,
     /// `excess_ns` per traced interruption: the untraced cost of one.
     overhead_per_int_ns: f64,
+    /// ksoftirqd/N's on-CPU time, ns.
+    ksoftirqd_ns: u64,
 }
 
-fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu) -> CpuCalc {
-    let Some(p) = p else { return CpuCalc::default() };
+fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu, ksoftirqd_ns: u64) -> CpuCalc {
+    let Some(p) = p else {
+        return CpuCalc::default();
+    };
     let (Some(pt), Some(ct)) = (&p.times, &c.times) else {
         return CpuCalc::default();
     };
@@ -230,6 +248,7 @@ fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu) -> CpuCalc {
         busy_ns: ctx.ticks_ns(busy_ticks),
         excess_ns: fin(excess_ns),
         overhead_per_int_ns: fin(overhead),
+        ksoftirqd_ns,
     }
 }
 
@@ -261,7 +280,12 @@ fn is_ksoftirqd(t: &RawTask) -> bool {
     t.kthread && t.comm.starts_with("ksoftirqd/")
 }
 
-fn task_delta(ctx: &Ctx, cpus: &BTreeMap<u32, CpuCalc>, p: Option<&RawTask>, c: &RawTask) -> TaskDelta {
+fn task_delta(
+    ctx: &Ctx,
+    cpus: &BTreeMap<u32, CpuCalc>,
+    p: Option<&RawTask>,
+    c: &RawTask,
+) -> TaskDelta {
     let ticks = |t: &RawTask| t.utime_ticks.saturating_add(t.stime_ticks);
     let (p_ticks, p_on) = p.map(|p| (ticks(p), p.on_cpu_ns)).unwrap_or((0, 0));
     let mut td = TaskDelta {
@@ -283,14 +307,23 @@ fn task_delta(ctx: &Ctx, cpus: &BTreeMap<u32, CpuCalc>, p: Option<&RawTask>, c: 
         // the task's whole interval on its last CPU). Tick-based runtime
         // contains the interrupt time, so the share is of all busy time;
         // under IrqTimeAccounting it does not, so the share is of busy time
-        // minus interrupt time. ksoftirqd's softirq is its own work.
+        // minus interrupt time. ksoftirqd's softirq is its own work, so its
+        // runtime leaves the pool and the shared busy time; tick-based
+        // kernels count its softirq ticks in /proc/stat softirq, so that
+        // leaves the interrupt time to share out as well.
         Source::ProcOnly if !is_ksoftirqd(c) => {
+            let ks = cpu.ksoftirqd_ns as f64;
             let irq_total = cpu.stat_irq_ns + cpu.stat_soft_ns;
-            let denom = if ctx.irq_in_runtime() { cpu.busy_ns } else { cpu.busy_ns - irq_total };
-            if denom > 0.0 {
+            let (pool, denom) = if ctx.irq_in_runtime() {
+                ((irq_total - ks).max(0.0), cpu.busy_ns - ks)
+            } else {
+                (irq_total, cpu.busy_ns - irq_total - ks)
+            };
+            if denom > 0.0 && irq_total > 0.0 {
                 let share = (td.on_cpu_ns as f64 / denom).min(1.0);
-                td.est_hardirq_ns = fin(cpu.stat_irq_ns * share);
-                td.est_stolen_ns = fin(irq_total * share);
+                td.est_stolen_ns = fin(pool * share);
+                // Hardirq's part of the pool, in /proc/stat's proportion.
+                td.est_hardirq_ns = fin(td.est_stolen_ns * cpu.stat_irq_ns / irq_total);
             }
         }
         Source::ProcOnly => {}
@@ -337,7 +370,12 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             v.ksoftirqd_pct = ctx.pct_ns(ctx_sum(&td.irq, CTX_KSOFTIRQD) as f64);
             v.unexplained_est_pct = ctx.pct_ns(td.unexpl_ns);
             v.interrupts_per_s = ctx.rate(interruptions(&td.irq) as f64);
-            v.softirqs_per_s = ctx.rate(td.irq.softirq_count.iter().fold(0u64, |s, x| s.saturating_add(*x)) as f64);
+            v.softirqs_per_s = ctx.rate(
+                td.irq
+                    .softirq_count
+                    .iter()
+                    .fold(0u64, |s, x| s.saturating_add(*x)) as f64,
+            );
         }
         Source::ProcOnly => {
             v.hardirq_pct = ctx.pct_ns(td.est_hardirq_ns);
@@ -371,16 +409,29 @@ pub fn regime_note(regime: Regime) -> &'static str {
     }
 }
 
-fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc, ksoftirqd_on_cpu_ns: u64) -> CpuView {
+fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
     let node = host.cpu_node.get(cpu as usize).copied();
     if !k.valid {
-        return CpuView { cpu, online: false, node, ..Default::default() };
+        return CpuView {
+            cpu,
+            online: false,
+            node,
+            ..Default::default()
+        };
     }
     let t = &k.t;
-    let total = [t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal]
-        .iter()
-        .fold(0u64, |s, x| s.saturating_add(*x));
-    let tp = |x: u64| if total == 0 { 0.0 } else { fin(x as f64 / total as f64 * 100.0) };
+    let total = [
+        t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal,
+    ]
+    .iter()
+    .fold(0u64, |s, x| s.saturating_add(*x));
+    let tp = |x: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            fin(x as f64 / total as f64 * 100.0)
+        }
+    };
     let mut v = CpuView {
         cpu,
         online: true,
@@ -393,7 +444,7 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc, ksoftirqd_on_cpu_
         soft_pct: tp(t.softirq),
         steal_pct: tp(t.steal),
         idle_pct: tp(t.idle),
-        ksoftirqd_pct: ctx.pct_ns(ksoftirqd_on_cpu_ns as f64),
+        ksoftirqd_pct: ctx.pct_ns(k.ksoftirqd_ns as f64),
         time_squeeze_per_s: ctx.rate(k.softnet.time_squeeze as f64),
         softnet_dropped_per_s: ctx.rate(k.softnet.dropped as f64),
         rps_received_per_s: ctx.rate(k.softnet.received_rps as f64),
@@ -430,8 +481,10 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc, ksoftirqd_on_cpu_
 }
 
 fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
-    let pm: HashMap<(&str, u32, u32), &RawNapi> =
-        prev.iter().map(|n| ((n.dev.as_str(), n.napi_id, n.cpu), n)).collect();
+    let pm: HashMap<(&str, u32, u32), &RawNapi> = prev
+        .iter()
+        .map(|n| ((n.dev.as_str(), n.napi_id, n.cpu), n))
+        .collect();
     #[derive(Default)]
     struct Acc {
         polls: u64,
@@ -443,12 +496,17 @@ fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
     let mut acc: BTreeMap<(&str, u32), Acc> = BTreeMap::new();
     for n in cur {
         let z = RawNapi::default();
-        let p = pm.get(&(n.dev.as_str(), n.napi_id, n.cpu)).copied().unwrap_or(&z);
+        let p = pm
+            .get(&(n.dev.as_str(), n.napi_id, n.cpu))
+            .copied()
+            .unwrap_or(&z);
         let a = acc.entry((n.dev.as_str(), n.napi_id)).or_default();
         let polls = d(p.polls, n.polls);
         a.polls = a.polls.saturating_add(polls);
         a.work = a.work.saturating_add(d(p.work, n.work));
-        a.exhausted = a.exhausted.saturating_add(d(p.budget_exhausted, n.budget_exhausted));
+        a.exhausted = a
+            .exhausted
+            .saturating_add(d(p.budget_exhausted, n.budget_exhausted));
         a.budget = a.budget.max(n.budget);
         if polls > 0 {
             a.cpus.push(n.cpu);
@@ -463,7 +521,11 @@ fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
                 napi_id,
                 polls_per_s: ctx.rate(a.polls as f64),
                 packets_per_s: ctx.rate(a.work as f64),
-                work_per_poll: if a.polls == 0 { 0.0 } else { fin(a.work as f64 / a.polls as f64) },
+                work_per_poll: if a.polls == 0 {
+                    0.0
+                } else {
+                    fin(a.work as f64 / a.polls as f64)
+                },
                 budget: a.budget,
                 budget_exhausted_per_s: ctx.rate(a.exhausted as f64),
                 cpus: a.cpus,
@@ -478,7 +540,11 @@ fn device_views(ctx: &Ctx, prev: &[RawDevice], cur: &[RawDevice]) -> Vec<DeviceV
     cur.iter()
         .map(|c| {
             // Same name, new ifindex: the device was recreated, counters restarted.
-            let p = pm.get(c.name.as_str()).copied().filter(|p| p.ifindex == c.ifindex).unwrap_or(&z);
+            let p = pm
+                .get(c.name.as_str())
+                .copied()
+                .filter(|p| p.ifindex == c.ifindex)
+                .unwrap_or(&z);
             DeviceView {
                 name: c.name.clone(),
                 rx_packets_per_s: ctx.rate(d(p.rx_packets, c.rx_packets) as f64),
@@ -492,15 +558,24 @@ fn device_views(ctx: &Ctx, prev: &[RawDevice], cur: &[RawDevice]) -> Vec<DeviceV
 }
 
 fn health_view(ctx: &Ctx, prev: &RawSample, cur: &RawSample) -> HealthView {
-    let Some(c) = &cur.health else { return HealthView::default() };
+    let Some(c) = &cur.health else {
+        return HealthView::default();
+    };
     let z = Default::default();
     let p = prev.health.as_ref().unwrap_or(&z);
-    let prev_progs: HashMap<&str, u64> = p.programs.iter().map(|x| (x.name.as_str(), x.run_time_ns)).collect();
+    let prev_progs: HashMap<&str, u64> = p
+        .programs
+        .iter()
+        .map(|x| (x.name.as_str(), x.run_time_ns))
+        .collect();
     // run_time_ns stays 0 unless kernel BPF stats are on: no figure then
     // rather than a misleading 0 %.
     let stats_on = c.programs.iter().any(|x| x.run_time_ns > 0);
     let bpf_ns = c.programs.iter().fold(0u64, |s, x| {
-        s.saturating_add(d(prev_progs.get(x.name.as_str()).copied().unwrap_or(0), x.run_time_ns))
+        s.saturating_add(d(
+            prev_progs.get(x.name.as_str()).copied().unwrap_or(0),
+            x.run_time_ns,
+        ))
     });
     HealthView {
         map_full: d(p.map_full, c.map_full),
@@ -525,22 +600,49 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         source: cur.source,
     };
 
-    // CPUs.
+    // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
+    let prev_tasks: HashMap<(u32, u64), &RawTask> = prev
+        .tasks
+        .iter()
+        .map(|t| ((t.tid, t.start_ticks), t))
+        .collect();
+
+    // CPUs, with ksoftirqd/N's on-CPU time found through this sample's TID.
+    let by_tid: HashMap<u32, &RawTask> = cur.tasks.iter().map(|t| (t.tid, t)).collect();
+    let ksoftirqd_ns = |c: &RawCpu| -> u64 {
+        let Some(t) = c.ksoftirqd_tid.and_then(|tid| by_tid.get(&tid)) else {
+            return 0;
+        };
+        let p = prev_tasks
+            .get(&(t.tid, t.start_ticks))
+            .map_or(0, |p| p.on_cpu_ns);
+        d(p, t.on_cpu_ns)
+    };
     let prev_cpus: HashMap<u32, &RawCpu> = prev.cpus.iter().map(|c| (c.cpu, c)).collect();
     let calcs: BTreeMap<u32, CpuCalc> = cur
         .cpus
         .iter()
-        .map(|c| (c.cpu, cpu_calc(&ctx, prev_cpus.get(&c.cpu).copied(), c)))
+        .map(|c| {
+            (
+                c.cpu,
+                cpu_calc(&ctx, prev_cpus.get(&c.cpu).copied(), c, ksoftirqd_ns(c)),
+            )
+        })
         .collect();
 
-    // Threads, keyed by (tid, start_ticks) so a reused TID is a new task.
-    let prev_tasks: HashMap<(u32, u64), &RawTask> = prev.tasks.iter().map(|t| ((t.tid, t.start_ticks), t)).collect();
     let cur_keys: HashSet<(u32, u64)> = cur.tasks.iter().map(|t| (t.tid, t.start_ticks)).collect();
     let vanished = prev_tasks.keys().filter(|k| !cur_keys.contains(k)).count();
     let deltas: Vec<TaskDelta> = cur
         .tasks
         .iter()
-        .map(|t| task_delta(&ctx, &calcs, prev_tasks.get(&(t.tid, t.start_ticks)).copied(), t))
+        .map(|t| {
+            task_delta(
+                &ctx,
+                &calcs,
+                prev_tasks.get(&(t.tid, t.start_ticks)).copied(),
+                t,
+            )
+        })
         .collect();
 
     let mut threads: Vec<TaskView> = cur
@@ -548,7 +650,13 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         .iter()
         .zip(&deltas)
         .map(|(t, td)| {
-            let m = Meta { pid: t.tgid, tid: t.tid, is_process: false, leader: t, nr_threads: 1 };
+            let m = Meta {
+                pid: t.tgid,
+                tid: t.tid,
+                is_process: false,
+                leader: t,
+                nr_threads: 1,
+            };
             task_view(&ctx, &m, td)
         })
         .collect();
@@ -563,7 +671,11 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         .iter()
         .filter_map(|(&tgid, idx)| {
             let first = *idx.first()?;
-            let leader_i = idx.iter().copied().find(|&i| cur.tasks[i].tid == tgid).unwrap_or(first);
+            let leader_i = idx
+                .iter()
+                .copied()
+                .find(|&i| cur.tasks[i].tid == tgid)
+                .unwrap_or(first);
             let mut sum = TaskDelta::default();
             for &i in idx {
                 sum.add(&deltas[i]);
@@ -579,22 +691,22 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         })
         .collect();
 
-    // ksoftirqd/N on-CPU time per CPU, found through this sample's TID.
-    let by_tid: HashMap<u32, usize> = cur.tasks.iter().enumerate().map(|(i, t)| (t.tid, i)).collect();
+    let empty = CpuCalc::default();
     let cpus: Vec<CpuView> = cur
         .cpus
         .iter()
-        .map(|c| {
-            let ks = c.ksoftirqd_tid.and_then(|tid| by_tid.get(&tid)).map(|&i| deltas[i].on_cpu_ns).unwrap_or(0);
-            let k = calcs.get(&c.cpu);
-            let empty = CpuCalc::default();
-            cpu_view(&ctx, host, c.cpu, k.unwrap_or(&empty), ks)
-        })
+        .map(|c| cpu_view(&ctx, host, c.cpu, calcs.get(&c.cpu).unwrap_or(&empty)))
         .collect();
 
     let online: Vec<&CpuView> = cpus.iter().filter(|c| c.online).collect();
     let n = online.len();
-    let avg = |f: fn(&CpuView) -> f64| if n == 0 { 0.0 } else { fin(online.iter().map(|c| f(c)).sum::<f64>() / n as f64) };
+    let avg = |f: fn(&CpuView) -> f64| {
+        if n == 0 {
+            0.0
+        } else {
+            fin(online.iter().map(|c| f(c)).sum::<f64>() / n as f64)
+        }
+    };
     let total = |f: fn(&CpuView) -> f64| fin(cpus.iter().map(f).sum::<f64>());
     let summary = Summary {
         cpus_online: u32::try_from(n).unwrap_or(u32::MAX),

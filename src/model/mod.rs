@@ -1,5 +1,5 @@
 //! The pure model: two raw samples in, one Frame of rates and percentages out.
+mod compute;
 pub mod frame;
 pub mod raw;
-mod compute;
 pub use compute::compute;

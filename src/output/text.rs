@@ -1,0 +1,362 @@
+//! `top -b`-style text rendering of one [`Frame`]. Pure: user names are
+//! resolved by the caller (reading /etc/passwd is I/O) and passed in
+//! [`TextOptions`].
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::model::frame::{Frame, TaskView};
+use crate::model::raw::{NET_RX, Regime, Source};
+
+#[derive(Debug, Clone, Default)]
+pub struct TextOptions {
+    /// Thread rows instead of process rows.
+    pub threads: bool,
+    /// Only rows of these processes (empty = all).
+    pub pids: Vec<u32>,
+    /// Row limit (0 = all).
+    pub max_rows: usize,
+    /// UID -> user name; missing UIDs print as numbers.
+    pub users: HashMap<u32, String>,
+    /// Where the regime came from (`HostInfo::regime_source`), shown in the header.
+    pub regime_source: String,
+}
+
+/// "2026-11-22 08:40:01Z" from milliseconds since the epoch, without a
+/// time-zone database (batch output is for logs: UTC is unambiguous).
+pub fn format_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let sod = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// Compact rate: "950", "48.0k", "1.2M".
+fn rate(x: f64) -> String {
+    if !x.is_finite() || x < 0.0 {
+        "0".into()
+    } else if x < 10_000.0 {
+        format!("{x:.0}")
+    } else if x < 1_000_000.0 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{:.2}M", x / 1e6)
+    }
+}
+
+fn regime_name(r: Regime) -> &'static str {
+    match r {
+        Regime::TickBased => "tick-based",
+        Regime::IrqTimeAccounting => "irq-time-accounting",
+        Regime::Unknown => "UNKNOWN",
+    }
+}
+
+fn header(out: &mut String, f: &Frame, o: &TextOptions) {
+    let _ = writeln!(
+        out,
+        "nettop - {}  host {}  interval {:.2}s  frame {}",
+        format_utc(f.unix_ms),
+        if f.hostname.is_empty() {
+            "?"
+        } else {
+            &f.hostname
+        },
+        f.interval_s,
+        f.seq
+    );
+    let src = if o.regime_source.is_empty() {
+        String::new()
+    } else {
+        format!(" (from {})", o.regime_source)
+    };
+    let _ = writeln!(
+        out,
+        "Regime: {}{src}: {}",
+        regime_name(f.regime),
+        f.regime_note
+    );
+    let h = &f.health;
+    match f.source {
+        Source::Bpf => {
+            let mut line = format!(
+                "Source: BPF ({})  health: map-full {} napi-map-full {} unmatched-exits {} recursion-misses {} \
+                 vanished-tasks {}",
+                if h.attach_mode.is_empty() {
+                    "?"
+                } else {
+                    &h.attach_mode
+                },
+                h.map_full,
+                h.napi_map_full,
+                h.unmatched_exits,
+                h.recursion_misses,
+                h.vanished_tasks
+            );
+            if let Some(p) = h.bpf_cpu_pct {
+                let _ = write!(line, "  bpf-cpu {p:.2}%");
+            }
+            if !h.missing_tracepoints.is_empty() {
+                let _ = write!(line, "  missing: {}", h.missing_tracepoints.join(","));
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        Source::ProcOnly => {
+            let _ = writeln!(
+                out,
+                "Source: /proc only -- ESTIMATES (no BPF): columns marked ~ apportion each CPU's /proc/stat \
+                 hi+si time by on-CPU share; traced columns show '-'  vanished-tasks {}",
+                h.vanished_tasks
+            );
+        }
+    }
+    let s = &f.summary;
+    let _ = writeln!(
+        out,
+        "%Cpu(s): {:5.1} us {:5.1} sy {:5.1} hi {:5.1} si {:5.1} st {:5.1} id | NET_RX {}/s  napi {}/s  pkts {}/s  \
+         budget-exh {}/s  squeeze {}/s | stolen {:.1}% of a CPU | tasks {} procs {} cpus {}",
+        s.usr_pct,
+        s.sys_pct,
+        s.irq_pct,
+        s.soft_pct,
+        s.steal_pct,
+        s.idle_pct,
+        rate(s.net_rx_per_s),
+        rate(s.napi_polls_per_s),
+        rate(s.packets_per_s),
+        rate(s.budget_exhausted_per_s),
+        rate(s.time_squeeze_per_s),
+        s.stolen_pct_total,
+        s.tasks,
+        s.processes,
+        s.cpus_online
+    );
+}
+
+fn cpu_table(out: &mut String, f: &Frame) {
+    let _ = writeln!(
+        out,
+        "\n CPU NODE    us    sy    ni    id    wa    hi    si    st | T:hi  sysv  si:stl   inl   ksd | \
+         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd% unexpl%"
+    );
+    let bpf = f.source == Source::Bpf;
+    for c in &f.cpus {
+        let node = c.node.map_or("-".to_string(), |n| n.to_string());
+        if !c.online {
+            let _ = writeln!(out, "{:>4} {node:>4}  offline", c.cpu);
+            continue;
+        }
+        let _ = write!(
+            out,
+            "{:>4} {node:>4} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} | ",
+            c.cpu,
+            c.usr_pct,
+            c.sys_pct,
+            c.nice_pct,
+            c.idle_pct,
+            c.iowait_pct,
+            c.irq_pct,
+            c.soft_pct,
+            c.steal_pct
+        );
+        if bpf {
+            let _ = write!(
+                out,
+                "{:5.1} {:5.1} {:7.1} {:5.1} {:5.1} | {:>7} {:6.1} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:7.1}",
+                c.traced_hardirq_pct,
+                c.traced_sysvec_pct,
+                c.softirq_stolen_pct,
+                c.softirq_inline_pct,
+                c.softirq_ksoftirqd_pct,
+                rate(c.net_rx_per_s),
+                c.net_rx_avg_us,
+                rate(c.net_rx_restarts_per_s),
+                rate(c.napi_polls_per_s),
+                rate(c.packets_per_s),
+                rate(c.budget_exhausted_per_s),
+                rate(c.time_squeeze_per_s),
+                c.ksoftirqd_pct,
+                c.unexplained_irq_pct
+            );
+        } else {
+            let _ = write!(
+                out,
+                "{:>5} {:>5} {:>7} {:>5} {:>5} | {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:>7}",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                rate(c.packets_per_s),
+                "-",
+                rate(c.time_squeeze_per_s),
+                c.ksoftirqd_pct,
+                "-"
+            );
+        }
+        out.push('\n');
+    }
+}
+
+fn napi_table(out: &mut String, f: &Frame) {
+    let active: Vec<_> = f.napi.iter().filter(|n| n.polls_per_s > 0.0).collect();
+    if active.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nNAPI DEV              ID  polls/s   pkts/s pkts/poll budget bexh/s CPUS"
+    );
+    for n in active {
+        let cpus: Vec<String> = n.cpus.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "     {:<12} {:>6} {:>8} {:>8} {:9.1} {:>6} {:>6} {}",
+            n.dev,
+            n.napi_id,
+            rate(n.polls_per_s),
+            rate(n.packets_per_s),
+            n.work_per_poll,
+            n.budget,
+            rate(n.budget_exhausted_per_s),
+            cpus.join(",")
+        );
+    }
+}
+
+/// Rows in display order: most stolen first, then most CPU by top's
+/// measure, then by id so equal rows never swap between frames.
+pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
+    let src = if o.threads { &f.threads } else { &f.processes };
+    let mut rows: Vec<&TaskView> = src
+        .iter()
+        .filter(|t| o.pids.is_empty() || o.pids.contains(&t.pid))
+        .collect();
+    rows.sort_by(|a, b| {
+        b.stolen_pct
+            .total_cmp(&a.stolen_pct)
+            .then(b.top_pct.total_cmp(&a.top_pct))
+            .then(a.pid.cmp(&b.pid))
+            .then(a.tid.cmp(&b.tid))
+    });
+    if o.max_rows > 0 {
+        rows.truncate(o.max_rows);
+    }
+    rows
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
+    let bpf = f.source == Source::Bpf;
+    let e = if bpf { "" } else { "~" };
+    let _ = writeln!(
+        out,
+        "\n{:>7} {:<8} {:<15} {:>6} {:>7} {:>8} {:>6} {:>6} {:>7} {:>8} {:>7} {:>8} {:>7} {:>3} AFFINITY",
+        if o.threads { "TID" } else { "PID" },
+        "USER",
+        "COMMAND",
+        "TOP%",
+        format!("TRUE{e}%"),
+        format!("STOLEN{e}%"),
+        format!("HI{e}%"),
+        "SYSV%",
+        "NET_RX%",
+        "SI-OTHER%",
+        "INLINE%",
+        "UNEXPL~%",
+        "IRQ/s",
+        "CPU"
+    );
+    for t in sorted_rows(f, o) {
+        let user = o
+            .users
+            .get(&t.uid)
+            .cloned()
+            .unwrap_or_else(|| t.uid.to_string());
+        let id = if o.threads { t.tid } else { t.pid };
+        let _ = write!(
+            out,
+            "{:>7} {:<8} {:<15} {:6.1} {:7.1} {:8.1} {:6.1} ",
+            id,
+            truncate(&user, 8),
+            truncate(&t.comm, 15),
+            t.top_pct,
+            t.true_pct,
+            t.stolen_pct,
+            t.hardirq_pct
+        );
+        if bpf {
+            let net = t.softirq_stolen_pct[NET_RX];
+            let other: f64 = t.softirq_stolen_pct.iter().sum::<f64>() - net;
+            let _ = write!(
+                out,
+                "{:6.1} {:7.1} {:8.1} {:7.1} {:8.1} {:>7}",
+                t.sysvec_pct,
+                net,
+                other.max(0.0),
+                t.inline_pct,
+                t.unexplained_est_pct,
+                rate(t.interrupts_per_s)
+            );
+        } else {
+            let _ = write!(
+                out,
+                "{:>6} {:>7} {:>8} {:>7} {:>8} {:>7}",
+                "-", "-", "-", "-", "-", "-"
+            );
+        }
+        let _ = writeln!(out, " {:>3} {}", t.last_cpu, t.affinity);
+    }
+}
+
+/// The whole frame as text, ending in a newline.
+pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
+    let mut out = String::with_capacity(8192);
+    header(&mut out, frame, opts);
+    cpu_table(&mut out, frame);
+    napi_table(&mut out, frame);
+    task_table(&mut out, frame, opts);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(format_utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(format_utc(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(format_utc(1_795_336_801_000), "2026-11-22 08:40:01Z");
+    }
+
+    #[test]
+    fn rates_are_compact() {
+        assert_eq!(rate(950.4), "950");
+        assert_eq!(rate(48_000.0), "48.0k");
+        assert_eq!(rate(1_150_000.0), "1.15M");
+        assert_eq!(rate(f64::NAN), "0");
+    }
+}

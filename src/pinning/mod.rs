@@ -100,6 +100,9 @@ pub struct Summary {
     pub isolated: CpuSet,
     pub irqbalance: Option<u32>,
     pub nics: Vec<String>,
+    /// XDP attachment per NIC, same order as `nics`.
+    #[serde(default)]
+    pub nic_xdp: Vec<topology::xdp::NicXdp>,
     pub irqs: usize,
     pub threads: usize,
     pub pinned_threads: usize,
@@ -159,6 +162,7 @@ pub fn check(topo: &HostTopology, evidence: &Evidence) -> Report {
             isolated: topo.host.isolated(),
             irqbalance: topo.host.irqbalance.as_ref().map(|i| i.pid),
             nics: topo.nics.iter().map(|n| n.name.clone()).collect(),
+            nic_xdp: topology::xdp::summary(&topo.nics),
             irqs: topo.irqs.len(),
             threads: topo.threads.iter().filter(|t| !t.kthread).count(),
             pinned_threads: topo
@@ -180,6 +184,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 /// Fix commands shown per finding in text; JSON always has all of them.
 const TEXT_MAX_FIX: usize = 6;
 const TEXT_MAX_THREADS: usize = 8;
+const TEXT_MAX_EVIDENCE: usize = 4;
 
 /// Human report, grouped by severity, worst first.
 pub fn render_text(r: &Report) -> String {
@@ -197,9 +202,17 @@ pub fn render_text(r: &Report) -> String {
         "host: {} · {} · online CPUs {} · {} · isolated {} · irqbalance {}",
         s.source,
         s.cpu_source,
-        if s.online.is_empty() { "?".into() } else { s.online.to_list() },
+        if s.online.is_empty() {
+            "?".into()
+        } else {
+            s.online.to_list()
+        },
         plural(s.numa_nodes, "NUMA node", "NUMA nodes"),
-        if s.isolated.is_empty() { "none".into() } else { s.isolated.to_list() },
+        if s.isolated.is_empty() {
+            "none".into()
+        } else {
+            s.isolated.to_list()
+        },
         match s.irqbalance {
             Some(p) => format!("running (pid {p})"),
             None => "not running".into(),
@@ -257,8 +270,15 @@ pub fn render_text(r: &Report) -> String {
             if !facts.is_empty() {
                 let _ = writeln!(o, "      {}", facts.join(" · "));
             }
-            for e in &f.evidence {
+            for e in f.evidence.iter().take(TEXT_MAX_EVIDENCE) {
                 let _ = writeln!(o, "      evidence: {e}");
+            }
+            if f.evidence.len() > TEXT_MAX_EVIDENCE {
+                let _ = writeln!(
+                    o,
+                    "      evidence: … {} more (see --format json)",
+                    f.evidence.len() - TEXT_MAX_EVIDENCE
+                );
             }
             let _ = writeln!(o, "      why: {}", f.why);
             for (i, c) in f.fix.iter().enumerate() {
@@ -294,8 +314,8 @@ pub fn render_json(r: &Report) -> String {
 /// Reads a saved [`HostTopology`] (JSON) to lint a configuration recorded
 /// elsewhere.
 pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: not a saved nettop topology (JSON HostTopology): {e}",

@@ -10,42 +10,114 @@ use crate::topology::{HostTopology, Nic, ThreadInfo};
 
 /// (ID, name, default severity, what it catches). IDs are stable.
 pub const RULES: &[(&str, &str, Severity, &str)] = &[
-    ("NT001", "thread-remote-nic-node", Severity::Warning,
-     "pinned thread uses a NIC attached to another NUMA node"),
-    ("NT002", "irq-on-pinned-cpu", Severity::Warning,
-     "a NIC queue IRQ lands on a pinned thread's CPU"),
-    ("NT003", "rps-on-pinned-cpu", Severity::Warning,
-     "RPS steers receive work onto a pinned thread's CPU"),
-    ("NT004", "interrupts-on-smt-sibling", Severity::Warning,
-     "the SMT sibling of a pinned thread's CPU takes NIC IRQs or RPS work"),
-    ("NT005", "dataplane-on-cpu0", Severity::Warning,
-     "busy pinned thread on CPU 0, the housekeeping CPU"),
-    ("NT006", "affinity-outside-cpuset", Severity::Error,
-     "affinity names CPUs outside the cgroup cpuset (host CPU indexes in a container)"),
-    ("NT007", "irq-on-isolated-cpu", Severity::Warning,
-     "a device IRQ lands on an isolcpus/nohz_full CPU"),
-    ("NT008", "irqaffinity-includes-isolated", Severity::Warning,
-     "irqaffinity= boot parameter includes isolated CPUs"),
-    ("NT009", "isolated-cpus-unprotected", Severity::Info,
-     "isolated CPUs but nothing keeps new device IRQs off them"),
-    ("NT010", "nic-irq-remote-node", Severity::Warning,
-     "a NIC's queue IRQs run on another NUMA node"),
-    ("NT011", "busy-threads-share-cpu", Severity::Warning,
-     "several busy threads pinned to the same CPU"),
-    ("NT012", "busy-threads-smt-siblings", Severity::Warning,
-     "busy pinned threads on the two hyperthreads of one core"),
-    ("NT013", "rps-on-isolated-cpu", Severity::Warning,
-     "RPS steers receive work onto isolated CPUs"),
-    ("NT014", "rps-on-cpu0", Severity::Info,
-     "RPS steers receive work onto CPU 0"),
-    ("NT015", "steering-off-node", Severity::Info,
-     "RPS/XPS masks name CPUs on another NUMA node than the NIC"),
-    ("NT016", "memory-remote-node", Severity::Warning,
-     "pinned thread's memory lives mostly on another NUMA node"),
-    ("NT017", "irqbalance-ban-misses-isolated", Severity::Warning,
-     "irqbalance's banned CPUs replace its isolcpus default and miss isolated CPUs"),
-    ("NT018", "pinned-across-nodes", Severity::Info,
-     "thread pinned to a CPU set that spans NUMA nodes"),
+    (
+        "NT001",
+        "thread-remote-nic-node",
+        Severity::Warning,
+        "pinned thread uses a NIC attached to another NUMA node",
+    ),
+    (
+        "NT002",
+        "irq-on-pinned-cpu",
+        Severity::Warning,
+        "a NIC queue IRQ lands on a pinned thread's CPU",
+    ),
+    (
+        "NT003",
+        "rps-on-pinned-cpu",
+        Severity::Warning,
+        "RPS steers receive work onto a pinned thread's CPU",
+    ),
+    (
+        "NT004",
+        "interrupts-on-smt-sibling",
+        Severity::Warning,
+        "the SMT sibling of a pinned thread's CPU takes NIC IRQs or RPS work",
+    ),
+    (
+        "NT005",
+        "dataplane-on-cpu0",
+        Severity::Warning,
+        "busy pinned thread on CPU 0, the housekeeping CPU",
+    ),
+    (
+        "NT006",
+        "affinity-outside-cpuset",
+        Severity::Error,
+        "affinity names CPUs outside the cgroup cpuset (host CPU indexes in a container)",
+    ),
+    (
+        "NT007",
+        "irq-on-isolated-cpu",
+        Severity::Warning,
+        "a device IRQ lands on an isolcpus/nohz_full CPU",
+    ),
+    (
+        "NT008",
+        "irqaffinity-includes-isolated",
+        Severity::Warning,
+        "irqaffinity= boot parameter includes isolated CPUs",
+    ),
+    (
+        "NT009",
+        "isolated-cpus-unprotected",
+        Severity::Info,
+        "isolated CPUs but nothing keeps new device IRQs off them",
+    ),
+    (
+        "NT010",
+        "nic-irq-remote-node",
+        Severity::Warning,
+        "a NIC's queue IRQs run on another NUMA node",
+    ),
+    (
+        "NT011",
+        "busy-threads-share-cpu",
+        Severity::Warning,
+        "several busy threads pinned to the same CPU",
+    ),
+    (
+        "NT012",
+        "busy-threads-smt-siblings",
+        Severity::Warning,
+        "busy pinned threads on the two hyperthreads of one core",
+    ),
+    (
+        "NT013",
+        "rps-on-isolated-cpu",
+        Severity::Warning,
+        "RPS steers receive work onto isolated CPUs",
+    ),
+    (
+        "NT014",
+        "rps-on-cpu0",
+        Severity::Info,
+        "RPS steers receive work onto CPU 0",
+    ),
+    (
+        "NT015",
+        "steering-off-node",
+        Severity::Info,
+        "RPS/XPS masks name CPUs on another NUMA node than the NIC",
+    ),
+    (
+        "NT016",
+        "memory-remote-node",
+        Severity::Warning,
+        "pinned thread's memory lives mostly on another NUMA node",
+    ),
+    (
+        "NT017",
+        "irqbalance-ban-misses-isolated",
+        Severity::Warning,
+        "irqbalance's banned CPUs replace its isolcpus default and miss isolated CPUs",
+    ),
+    (
+        "NT018",
+        "pinned-across-nodes",
+        Severity::Info,
+        "thread pinned to a CPU set that spans NUMA nodes",
+    ),
 ];
 
 /// Stolen share at which an interrupt-sharing finding becomes an error.
@@ -135,12 +207,18 @@ impl<'a> Ctx<'a> {
                     continue;
                 }
                 for c in lands.iter() {
-                    irq_on.entry(c).or_default().push((irq.irq, nic.name.clone()));
+                    irq_on
+                        .entry(c)
+                        .or_default()
+                        .push((irq.irq, nic.name.clone()));
                 }
             }
             for q in &nic.rx_queues {
                 for c in q.rps_cpus.iter() {
-                    rps_on.entry(c).or_default().push((nic.name.clone(), q.queue));
+                    rps_on
+                        .entry(c)
+                        .or_default()
+                        .push((nic.name.clone(), q.queue));
                 }
             }
         }
@@ -161,7 +239,10 @@ impl<'a> Ctx<'a> {
     }
 
     fn pinned(&self) -> impl Iterator<Item = &'a ThreadInfo> + '_ {
-        self.t.threads.iter().filter(|th| th.is_pinned(&self.t.online))
+        self.t
+            .threads
+            .iter()
+            .filter(|th| th.is_pinned(&self.t.online))
     }
 
     fn narrow(&self) -> impl Iterator<Item = &'a ThreadInfo> + '_ {
@@ -178,7 +259,13 @@ impl<'a> Ctx<'a> {
         if let Some(s) = self.stolen(th)
             && s >= 1.0
         {
-            return (true, format!("{} ({}) loses {s:.0}% of its CPU to interrupt work", th.tid, th.comm));
+            return (
+                true,
+                format!(
+                    "{} ({}) loses {s:.0}% of its CPU to interrupt work",
+                    th.tid, th.comm
+                ),
+            );
         }
         match th.cpu_pct {
             Some(p) => (
@@ -204,11 +291,17 @@ impl<'a> Ctx<'a> {
     /// CPUs that can take interrupts: not isolated, not a data-plane CPU.
     fn housekeeping(&self, node: Option<u32>) -> CpuSet {
         let base = self.node_cpus_or_online(node);
-        let hk = base.difference(&self.isolated).difference(&self.pinned_cpus);
+        let hk = base
+            .difference(&self.isolated)
+            .difference(&self.pinned_cpus);
         if !hk.is_empty() {
             return hk;
         }
-        let hk = self.t.online.difference(&self.isolated).difference(&self.pinned_cpus);
+        let hk = self
+            .t
+            .online
+            .difference(&self.isolated)
+            .difference(&self.pinned_cpus);
         if !hk.is_empty() {
             return hk;
         }
@@ -219,7 +312,8 @@ impl<'a> Ctx<'a> {
     /// or their siblings), not CPU 0, not already a pinned thread's, inside
     /// `allowed`; isolated ones first when there are any.
     fn quiet_all(&self, node: Option<u32>, allowed: Option<&CpuSet>) -> CpuSet {
-        let noisy: CpuSet = CpuSet::from_cpus(self.irq_on.keys().chain(self.rps_on.keys()).copied());
+        let noisy: CpuSet =
+            CpuSet::from_cpus(self.irq_on.keys().chain(self.rps_on.keys()).copied());
         let noisy = noisy.union(&self.t.siblings_of(&noisy));
         let mut base = self
             .node_cpus_or_online(node)
@@ -346,12 +440,11 @@ fn irq_fix_lines(cx: &Ctx, irqs: &[(u32, String)]) -> Vec<String> {
 fn rps_fix_lines(cx: &Ctx, rps: &[(String, u32)], remove: &CpuSet) -> Vec<String> {
     let mut v = Vec::new();
     for (nic, q) in rps {
-        let cur = cx
-            .t
-            .nic(nic)
-            .and_then(|n| n.rx_queues.iter().find(|x| x.queue == *q))
-            .map(|x| x.rps_cpus.clone())
-            .unwrap_or_default();
+        let cur =
+            cx.t.nic(nic)
+                .and_then(|n| n.rx_queues.iter().find(|x| x.queue == *q))
+                .map(|x| x.rps_cpus.clone())
+                .unwrap_or_default();
         v.push(format!(
             "echo {} > /sys/class/net/{nic}/queues/rx-{q}/rps_cpus",
             hexmask(&cur.difference(remove))
@@ -371,8 +464,10 @@ fn stolen_severity(cx: &Ctx, th: &ThreadInfo, f: &mut Finding) {
         }
     }
     if let Some(p) = th.cpu_pct {
-        f.evidence
-            .push(format!("{} ({}) used {p:.0}% CPU during the check", th.tid, th.comm));
+        f.evidence.push(format!(
+            "{} ({}) used {p:.0}% CPU during the check",
+            th.tid, th.comm
+        ));
     }
 }
 
@@ -451,7 +546,11 @@ fn nt002_004_interrupt_sharing(cx: &Ctx, out: &mut Vec<Finding>) {
             if !s_irqs.is_empty() {
                 what.push(format!(
                     "IRQ {}",
-                    s_irqs.iter().map(|x| x.0.to_string()).collect::<Vec<_>>().join(",")
+                    s_irqs
+                        .iter()
+                        .map(|x| x.0.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 ));
             }
             if !s_rps.is_empty() {
@@ -478,7 +577,12 @@ fn nt002_004_interrupt_sharing(cx: &Ctx, out: &mut Vec<Finding>) {
             f.threads.push(tref(th, cx.ev));
             f.cpus = th.affinity.union(&sib);
             f.irqs = s_irqs.iter().map(|x| x.0).collect();
-            f.nics = uniq(s_irqs.iter().map(|x| x.1.clone()).chain(s_rps.iter().map(|x| x.0.clone())));
+            f.nics = uniq(
+                s_irqs
+                    .iter()
+                    .map(|x| x.1.clone())
+                    .chain(s_rps.iter().map(|x| x.0.clone())),
+            );
             f.fix = irq_fix_lines(cx, &s_irqs);
             f.fix.extend(rps_fix_lines(cx, &s_rps, &sib));
             stolen_severity(cx, th, &mut f);
@@ -535,10 +639,7 @@ fn nt006_outside_cpuset(cx: &Ctx, out: &mut Vec<Finding>) {
             .map(CpuSet::from_cpus);
         let mut f = finding(
             "NT006",
-            format!(
-                "pinned to {} but its cgroup cpuset is {}",
-                th.affinity, cs
-            ),
+            format!("pinned to {} but its cgroup cpuset is {}", th.affinity, cs),
             "The kernel keeps a task inside its cpuset, so CPUs outside it are dropped or the pinning fails: \
              software that pins by host CPU number inside a container lands on other cores than intended \
              (or none), often sharing them with everything else.",
@@ -598,7 +699,8 @@ fn nt016_remote_memory(cx: &Ctx, out: &mut Vec<Finding>) {
             "numa_maps of pid {}: {} KiB total, {local} KiB on node {node}",
             th.pid, total
         ));
-        f.fix.push(format!("migratepages {} {} {node}", th.pid, join(&remote)));
+        f.fix
+            .push(format!("migratepages {} {} {node}", th.pid, join(&remote)));
         f.fix.push(format!(
             "# or start it with: numactl --cpunodebind={node} --membind={node} <command>"
         ));
@@ -618,7 +720,11 @@ fn nt018_across_nodes(cx: &Ctx, out: &mut Vec<Finding>) {
         }
         let mut f = finding(
             "NT018",
-            format!("pinned to {} which spans NUMA nodes {}", th.affinity, join(&nodes)),
+            format!(
+                "pinned to {} which spans NUMA nodes {}",
+                th.affinity,
+                join(&nodes)
+            ),
             "The scheduler may move the thread between nodes, leaving its memory and caches behind; pin to CPUs \
              of one node (the NIC's, for network work).",
         );
@@ -725,8 +831,12 @@ fn nt007_009_isolated_irqs(cx: &Ctx, out: &mut Vec<Finding>) {
         );
         f.cpus = iso.clone();
         let hk = cx.t.online.difference(iso);
-        f.fix.push(format!("# kernel command line: irqaffinity={hk}"));
-        f.fix.push(format!("echo {} > /proc/irq/default_smp_affinity", hexmask(&hk)));
+        f.fix
+            .push(format!("# kernel command line: irqaffinity={hk}"));
+        f.fix.push(format!(
+            "echo {} > /proc/irq/default_smp_affinity",
+            hexmask(&hk)
+        ));
         out.push(f);
     }
 }
@@ -737,7 +847,9 @@ fn nt010_nic_irq_remote(cx: &Ctx, out: &mut Vec<Finding>) {
     }
     for nic in &cx.t.nics {
         let Some(node) = nic.numa_node else { continue };
-        let Some(nc) = cx.t.node_cpus(node) else { continue };
+        let Some(nc) = cx.t.node_cpus(node) else {
+            continue;
+        };
         let mut bad = Vec::new();
         let mut cpus = CpuSet::new();
         for irq in nic.irqs.iter().filter_map(|i| cx.t.irq(*i)) {
@@ -769,7 +881,8 @@ fn nt010_nic_irq_remote(cx: &Ctx, out: &mut Vec<Finding>) {
         f.nics.push(nic.name.clone());
         let hk = cx.housekeeping(Some(node));
         for i in &bad {
-            f.fix.push(format!("echo {hk} > /proc/irq/{i}/smp_affinity_list"));
+            f.fix
+                .push(format!("echo {hk} > /proc/irq/{i}/smp_affinity_list"));
         }
         f.fix.push(format!(
             "# or, with irqbalance: it follows the NIC's numa_node by itself; check /sys/class/net/{}/device/numa_node",
@@ -844,12 +957,15 @@ fn nt011_012_busy_sharing(cx: &Ctx, out: &mut Vec<Finding>) {
                 f.evidence.push(why.clone());
             }
         }
-        if let Some((th, _)) = on.get(1).and_then(|c| by_cpu.get(c)).and_then(|v| v.first()) {
+        if let Some((th, _)) = on
+            .get(1)
+            .and_then(|c| by_cpu.get(c))
+            .and_then(|v| v.first())
+        {
             let node = cx.t.pu(on[1]).and_then(|p| p.numa);
-            let busy_cores = cx
-                .t
-                .siblings_of(&CpuSet::from_cpus(by_cpu.keys().copied()))
-                .union(&CpuSet::from_cpus(by_cpu.keys().copied()));
+            let busy_cores =
+                cx.t.siblings_of(&CpuSet::from_cpus(by_cpu.keys().copied()))
+                    .union(&CpuSet::from_cpus(by_cpu.keys().copied()));
             if let Some(c) = cx
                 .quiet_all(node, th.cpuset.as_ref())
                 .difference(&busy_cores)
@@ -905,7 +1021,9 @@ fn nt013_015_rps(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         }
         let Some(node) = nic.numa_node else { continue };
-        let Some(nc) = cx.t.node_cpus(node) else { continue };
+        let Some(nc) = cx.t.node_cpus(node) else {
+            continue;
+        };
         let xps = nic
             .tx_queues
             .iter()
@@ -928,7 +1046,11 @@ fn nt013_015_rps(cx: &Ctx, out: &mut Vec<Finding>) {
         );
         f.cpus = off_rps.union(&off_xps);
         f.nics.push(nic.name.clone());
-        for q in nic.rx_queues.iter().filter(|q| q.rps_cpus.intersects(&off_rps)) {
+        for q in nic
+            .rx_queues
+            .iter()
+            .filter(|q| q.rps_cpus.intersects(&off_rps))
+        {
             f.fix.push(format!(
                 "echo {} > /sys/class/net/{}/queues/rx-{}/rps_cpus",
                 hexmask(&q.rps_cpus.intersection(nc)),
@@ -953,17 +1075,19 @@ fn nt013_015_rps(cx: &Ctx, out: &mut Vec<Finding>) {
 }
 
 fn nt017_irqbalance_ban(cx: &Ctx, out: &mut Vec<Finding>) {
-    let Some(ib) = &cx.t.host.irqbalance else { return };
-    let Some(banned) = &ib.banned_cpus else { return };
+    let Some(ib) = &cx.t.host.irqbalance else {
+        return;
+    };
+    let Some(banned) = &ib.banned_cpus else {
+        return;
+    };
     let missing = cx.isolated.difference(banned);
     if missing.is_empty() {
         return;
     }
     let mut f = finding(
         "NT017",
-        format!(
-            "irqbalance bans CPUs {banned} but isolated CPUs {missing} are not among them"
-        ),
+        format!("irqbalance bans CPUs {banned} but isolated CPUs {missing} are not among them"),
         "Setting IRQBALANCE_BANNED_CPUS/CPULIST replaces irqbalance's default of banning isolcpus and nohz_full \
          CPUs, so it will place IRQs on the isolated CPUs left out.",
     );
@@ -984,7 +1108,10 @@ mod tests {
     #[test]
     fn hexmask_matches_kernel_spelling() {
         assert_eq!(hexmask(&CpuSet::parse_list("1").unwrap()), "00000002");
-        assert_eq!(hexmask(&CpuSet::parse_list("0,33").unwrap()), "00000002,00000001");
+        assert_eq!(
+            hexmask(&CpuSet::parse_list("0,33").unwrap()),
+            "00000002,00000001"
+        );
         assert_eq!(hexmask(&CpuSet::new()), "0");
         let s = CpuSet::parse_list("0-3,40").unwrap();
         assert_eq!(CpuSet::parse_mask(&hexmask(&s)).unwrap(), s);

@@ -6,6 +6,7 @@
 
 pub mod format;
 pub mod reader;
+pub mod synth;
 pub mod writer;
 
 use std::io::{IsTerminal, Write};
@@ -87,7 +88,7 @@ pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
         total += v * mult;
         num.clear();
     }
-    if !num.is_empty() || !(total > 0.0 && total.is_finite() && total < 1e9) {
+    if !(num.is_empty() && total > 0.0 && total.is_finite() && total < 1e9) {
         return Err(bad());
     }
     Ok(Duration::from_secs_f64(total))
@@ -113,7 +114,7 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     };
     let v: f64 = num.parse().map_err(|_| bad())?;
     let bytes = v * mult as f64;
-    if !(bytes.is_finite() && bytes >= 4096.0 && bytes < 1e18) {
+    if !(4096.0..1e18).contains(&bytes) {
         bail!("--max-size '{s}': must be at least 4K");
     }
     Ok(bytes as u64)
@@ -292,7 +293,9 @@ pub fn run_record(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
         until.push_str(&format!(", for {d}"));
     }
     if let Some(m) = &cli.max_size {
-        until.push_str(&format!(", rotating at {m} (keeping {MAX_ROTATED} old files)"));
+        until.push_str(&format!(
+            ", rotating at {m} (keeping {MAX_ROTATED} old files)"
+        ));
     }
     eprintln!(
         "nettop: recording to {}{} every {} s{until}; Ctrl-C stops",

@@ -79,8 +79,8 @@ impl Recording {
     /// host record become [`Recording::warnings`].
     pub fn open(path: impl AsRef<Path>) -> anyhow::Result<Recording> {
         let path = path.as_ref();
-        let file =
-            File::open(path).with_context(|| format!("cannot open recording {}", path.display()))?;
+        let file = File::open(path)
+            .with_context(|| format!("cannot open recording {}", path.display()))?;
         let file_len = file
             .metadata()
             .with_context(|| format!("cannot stat recording {}", path.display()))?
@@ -333,7 +333,12 @@ impl Recording {
             );
         }
         let _ = last_sample_verified;
-        if !self.closed_cleanly && !self.warnings.iter().any(|w| w.kind == WarningKind::TornTail) {
+        if !self.closed_cleanly
+            && !self
+                .warnings
+                .iter()
+                .any(|w| w.kind == WarningKind::TornTail)
+        {
             self.warnings.push(Warning {
                 offset: self.file_len,
                 kind: WarningKind::NotClosed,
@@ -423,9 +428,9 @@ impl Recording {
             crc: self.stored_crc(e.offset)?,
         };
         let body = self.payload(e.offset, &h)?;
-        Ok(Some(decode_bytes(&body, e.encoding).with_context(|| {
-            format!("{}: topology record", self.at(e.offset))
-        })?))
+        Ok(Some(decode_bytes(&body, e.encoding).with_context(
+            || format!("{}: topology record", self.at(e.offset)),
+        )?))
     }
 
     fn stored_crc(&self, off: u64) -> anyhow::Result<u32> {

@@ -87,7 +87,10 @@ impl Writer {
             (format::ENC_JSON, json.to_vec())
         };
         if body.len() > MAX_PAYLOAD as usize {
-            bail!("compressed record exceeds the {} MiB limit", MAX_PAYLOAD >> 20);
+            bail!(
+                "compressed record exceeds the {} MiB limit",
+                MAX_PAYLOAD >> 20
+            );
         }
         Ok(format::encode_record(rtype, enc, unix_ms, &body))
     }
@@ -136,7 +139,10 @@ impl Writer {
             (format::ENC_BYTES, xml.to_vec())
         };
         if body.len() > MAX_PAYLOAD as usize {
-            bail!("topology exceeds the {} MiB record limit", MAX_PAYLOAD >> 20);
+            bail!(
+                "topology exceeds the {} MiB record limit",
+                MAX_PAYLOAD >> 20
+            );
         }
         let rec = format::encode_record(format::TYPE_TOPOLOGY, enc, now_unix_ms(), &body);
         self.write_record(&rec)

@@ -8,7 +8,7 @@ use hwlocality::Topology;
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{OSDeviceType, ObjectType};
-use hwlocality::topology::builder::TypeFilter;
+use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::{Cache, CpuSource, NumaNode, Package, Pu};
 use crate::cpuset::CpuSet;
@@ -31,16 +31,25 @@ pub(super) fn load_cpus(root: &Sysroot, src: &CpuSource) -> anyhow::Result<Cpus>
     let (topo, source) = match src {
         CpuSource::Sysfs => return load_sysfs(root),
         CpuSource::Live => {
+            // No I/O discovery live: it costs ~45 ms of PCI scanning and
+            // reads the same sysfs numa_node/local_cpulist files the NIC
+            // loader reads directly. Distances, memory attributes and CPU
+            // kinds are not used either.
             let t = Topology::builder()
-                .with_io_type_filter(TypeFilter::KeepImportant)
-                .map_err(|e| anyhow::anyhow!("hwloc: cannot enable I/O discovery: {e}"))?
+                .with_flags(
+                    BuildFlags::IGNORE_DISTANCES
+                        | BuildFlags::IGNORE_MEMORY_ATTRIBUTES
+                        | BuildFlags::IGNORE_CPU_KINDS,
+                )
+                .map_err(|e| anyhow::anyhow!("hwloc: {e}"))?
                 .build();
             match t {
                 Ok(t) => (t, "hwloc live".to_string()),
                 Err(e) => {
                     let mut c = load_sysfs(root)?;
-                    c.notes
-                        .push(format!("hwloc discovery failed ({e}); CPU structure read from sysfs"));
+                    c.notes.push(format!(
+                        "hwloc discovery failed ({e}); CPU structure read from sysfs"
+                    ));
                     return Ok(c);
                 }
             }
@@ -190,7 +199,10 @@ fn load_sysfs(root: &Sysroot) -> anyhow::Result<Cpus> {
     if let Ok(rd) = std::fs::read_dir(root.path("/sys/devices/system/node")) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            let Some(n) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
+            let Some(n) = name
+                .strip_prefix("node")
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
                 continue;
             };
             let list = std::fs::read_to_string(e.path().join("cpulist")).unwrap_or_default();
@@ -231,7 +243,10 @@ fn load_sysfs(root: &Sysroot) -> anyhow::Result<Cpus> {
             cpu,
             core: Some(core as u32),
             package,
-            numa: numa_nodes.iter().find(|n| n.cpus.contains(cpu)).map(|n| n.node),
+            numa: numa_nodes
+                .iter()
+                .find(|n| n.cpus.contains(cpu))
+                .map(|n| n.node),
             siblings,
         });
     }

@@ -13,6 +13,9 @@ mod hw;
 mod net;
 mod sys;
 mod threads;
+pub mod xdp;
+
+pub use xdp::XdpProg;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -36,6 +39,10 @@ pub enum CpuSource {
     /// The sysroot's `/sys/devices/system/{cpu,node}` files, no hwloc.
     Sysfs,
 }
+
+/// CPU sample for "busy" on live hosts: long enough that a thread spinning
+/// at 20 % shows, short enough to keep the check well under 200 ms.
+const SAMPLE_MS: u64 = 25;
 
 /// What [`load`] reads. Built from the command line with
 /// [`LoadOptions::from_cli`]; the TUI builds its own.
@@ -71,7 +78,7 @@ impl LoadOptions {
         } else {
             CpuSource::Sysfs
         };
-        let sample = sysroot.is_live().then(|| Duration::from_millis(50));
+        let sample = sysroot.is_live().then(|| Duration::from_millis(SAMPLE_MS));
         Self {
             sysroot,
             cpu_source,
@@ -180,8 +187,8 @@ pub struct IrqBalance {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum XdpMode {
-    /// Not determined: nettop reads /proc and /sys only, and the kernel
-    /// exposes XDP attachment through netlink.
+    /// Not determined: a fake sysroot without an `xdp_mode` fixture file, or
+    /// the rtnetlink dump failed (see the notes); see [`xdp`].
     #[default]
     Unknown,
     None,
@@ -226,6 +233,11 @@ pub struct Nic {
     /// Device IRQs (MSI vectors and IRQs whose name mentions the NIC).
     pub irqs: Vec<u32>,
     pub xdp: XdpMode,
+    /// Attached XDP programs (several only for `XDP_ATTACHED_MULTI`); empty
+    /// when none or unknown. Left out of JSON when empty, so older saved
+    /// topologies and snapshots stay byte-identical.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xdp_progs: Vec<XdpProg>,
 }
 
 impl Nic {
@@ -387,6 +399,7 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     topo.host = sys::load_host(root, &mut topo.notes)?;
     topo.irqs = sys::load_irqs(root, &mut topo.notes)?;
     topo.nics = sys::load_nics(root, &mut topo.irqs, &cpus.nic_locality, &mut topo.notes)?;
+    xdp::fill(root, &mut topo.nics, &mut topo.notes);
     let scan = threads::load_threads(root, &topo.online, &topo.nics, opts.sample, &mut topo.notes)?;
     topo.threads = scan.threads;
     if let Some(ib) = scan.irqbalance_pid {

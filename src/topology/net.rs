@@ -106,7 +106,12 @@ impl NetNs {
             v6: if_inet6(root, &format!("{base}/if_inet6")),
             ..Default::default()
         };
-        for (file, v6) in [("tcp", false), ("udp", false), ("tcp6", true), ("udp6", true)] {
+        for (file, v6) in [
+            ("tcp", false),
+            ("udp", false),
+            ("tcp6", true),
+            ("udp6", true),
+        ] {
             let Some(text) = root.read_opt(format!("{base}/{file}")) else {
                 continue;
             };
@@ -154,7 +159,10 @@ impl NetNs {
                 if a.is_unspecified() || a.is_loopback() {
                     return None;
                 }
-                self.v6.iter().find(|(x, _)| *x == a).map(|(_, n)| n.clone())
+                self.v6
+                    .iter()
+                    .find(|(x, _)| *x == a)
+                    .map(|(_, n)| n.clone())
             }
             Local::V4(a) => {
                 if a.is_unspecified() || a.is_loopback() {
@@ -194,11 +202,7 @@ pub(super) fn socket_inodes(root: &Sysroot, pid: u32) -> Vec<u64> {
 }
 
 /// NICs a process's sockets are tied to; empty when none can be told.
-pub(super) fn nics_of(
-    ns: &NetNs,
-    inodes: &[u64],
-    ifindex: &BTreeMap<u32, String>,
-) -> Vec<String> {
+pub(super) fn nics_of(ns: &NetNs, inodes: &[u64], ifindex: &BTreeMap<u32, String>) -> Vec<String> {
     let set: BTreeSet<String> = inodes
         .iter()
         .filter_map(|i| ns.sockets.get(i))

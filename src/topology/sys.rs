@@ -155,9 +155,7 @@ pub(super) fn load_irqs(root: &Sysroot, notes: &mut Vec<String>) -> anyhow::Resu
         let tail: Vec<&str> = toks.iter().skip(cpus.len()).copied().collect();
         let name_start = tail
             .iter()
-            .position(|t| {
-                t.ends_with("edge") || t.ends_with("level") || t.ends_with("fasteoi")
-            })
+            .position(|t| t.ends_with("edge") || t.ends_with("level") || t.ends_with("fasteoi"))
             .map(|p| p + 1)
             .unwrap_or(tail.len().saturating_sub(1));
         let name = tail.get(name_start..).unwrap_or(&[]).join(" ");
@@ -224,7 +222,9 @@ pub(super) fn load_nics(
         let is_virtual = !dev_path.exists();
         let mut nic = Nic {
             name: name.clone(),
-            ifindex: root.read_opt(format!("{base}/ifindex")).and_then(|s| s.parse().ok()),
+            ifindex: root
+                .read_opt(format!("{base}/ifindex"))
+                .and_then(|s| s.parse().ok()),
             is_virtual,
             driver: std::fs::read_link(dev_path.join("driver"))
                 .ok()
@@ -258,8 +258,11 @@ pub(super) fn load_nics(
                 nic.locality_source = "sysfs".into();
             }
             if let Some(s) = root.read_opt(format!("{pci_dir}/local_cpulist")) {
-                nic.local_cpus =
-                    Some(parse_list_at(root, &format!("{pci_dir}/local_cpulist"), &s)?);
+                nic.local_cpus = Some(parse_list_at(
+                    root,
+                    &format!("{pci_dir}/local_cpulist"),
+                    &s,
+                )?);
                 nic.locality_source = "sysfs".into();
             }
             for irq in read_dir_names(root, &format!("{pci_dir}/msi_irqs")) {

@@ -791,8 +791,7 @@ impl App {
         self.pin_lines = match &self.extras.pinning {
             Some(lines) => lines.clone(),
             None => vec![
-                (LineKind::Note, "Pinning findings are not available yet: the pinning lint is not built into this nettop.".into()),
-                (LineKind::Note, "When it is, this view shows the findings of `nettop --pinning-check`, refreshed live.".into()),
+                (LineKind::Note, "Pinning findings appear here once the topology is loaded (the lint of `nettop --pinning-check`, refreshed live).".into()),
             ],
         };
         // Keep the cursor on the same task across re-sorts and new frames.
@@ -904,7 +903,9 @@ impl App {
             } else {
                 (&f.processes, Src::Proc)
             };
-            let mut idx: Vec<usize> = (0..list.len()).filter(|&i| self.matches(&list[i])).collect();
+            let mut idx: Vec<usize> = (0..list.len())
+                .filter(|&i| self.matches(&list[i]))
+                .collect();
             idx.sort_by(|&a, &b| self.compare(&list[a], &list[b]));
             return idx
                 .into_iter()
@@ -970,7 +971,9 @@ impl App {
         let mut rows = Vec::new();
         for (name, idx) in names {
             rows.push(DevRow::Device(name.to_string(), idx));
-            let mut napis: Vec<usize> = (0..f.napi.len()).filter(|&i| f.napi[i].dev == name).collect();
+            let mut napis: Vec<usize> = (0..f.napi.len())
+                .filter(|&i| f.napi[i].dev == name)
+                .collect();
             napis.sort_by_key(|&i| f.napi[i].napi_id);
             rows.extend(napis.into_iter().map(DevRow::Napi));
         }
@@ -997,6 +1000,23 @@ impl App {
         } else {
             &f.threads
         };
+        // Parse each narrowly pinned task's affinity once, not once per CPU.
+        let mut pinned_on: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for t in tasks
+            .iter()
+            .filter(|t| !t.kthread && t.affinity != all_list)
+        {
+            if let Ok(set) = crate::cpuset::CpuSet::parse_list(&t.affinity) {
+                if set.len() <= 4 {
+                    for c in set.iter() {
+                        pinned_on
+                            .entry(c)
+                            .or_default()
+                            .push(format!("{}({})", t.comm, t.tid));
+                    }
+                }
+            }
+        }
         for (node, cpus) in nodes {
             let name = node.map_or("node ?".to_string(), |n| format!("NUMA node {n}"));
             let list = crate::cpuset::CpuSet::from_cpus(cpus.iter().copied()).to_list();
@@ -1009,11 +1029,7 @@ impl App {
                     .map(|n| format!("{}#{}", n.dev, n.napi_id))
                     .collect();
                 polled.dedup();
-                let mut pinned: Vec<String> = tasks
-                    .iter()
-                    .filter(|t| !t.kthread && t.affinity != all_list && pins_to(&t.affinity, c))
-                    .map(|t| format!("{}({})", t.comm, t.tid))
-                    .collect();
+                let mut pinned = pinned_on.remove(&c).unwrap_or_default();
                 pinned.sort();
                 if polled.is_empty() && pinned.is_empty() {
                     continue;
@@ -1035,15 +1051,6 @@ impl App {
             }
         }
         out
-    }
-}
-
-/// Whether an affinity list names exactly one CPU equal to `cpu`, or a
-/// small set that contains it (both count as "pinned here").
-fn pins_to(aff: &str, cpu: u32) -> bool {
-    match crate::cpuset::CpuSet::parse_list(aff) {
-        Ok(set) => set.len() <= 4 && set.contains(cpu),
-        Err(_) => false,
     }
 }
 
@@ -1072,7 +1079,10 @@ fn tab_at(x: u16) -> Option<View> {
 /// Every key, for the help overlay (a test checks each one is handled).
 pub const KEYS: &[(&str, &str)] = &[
     ("Tab / Shift-Tab", "next / previous view"),
-    ("1 2 3 4 5", "Processes, CPUs, Devices/NAPI, Topology, Pinning"),
+    (
+        "1 2 3 4 5",
+        "Processes, CPUs, Devices/NAPI, Topology, Pinning",
+    ),
     ("Up Down / j k", "move selection (scroll in text views)"),
     ("PgUp PgDn", "move one page"),
     ("Home End / g G", "first / last row"),

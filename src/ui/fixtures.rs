@@ -5,9 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::frame::{
-    CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView,
-};
+use crate::model::frame::{CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView};
 use crate::model::raw::{NET_RX, NR_SOFTIRQS, Regime, Source};
 
 /// A tiny linear congruential generator: reproducible filler numbers

@@ -153,7 +153,7 @@ fn fit_columns<C: Copy + PartialEq>(
     let mut chosen: Vec<C> = Vec::new();
     for c in priority {
         if let Some((_, w)) = display.iter().find(|(d, _)| d == c) {
-            if used + w + 1 <= avail {
+            if used + w < avail {
                 used += w + 1;
                 chosen.push(*c);
             }
@@ -227,8 +227,9 @@ fn tab_line<'a>(app: &App, s: &Sty) -> Line<'a> {
 fn view_header<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     let text = match app.view {
         View::Processes => {
+            // Settings first: they must stay visible on narrow terminals.
             let mut t = format!(
-                "{} ({}): TOP% = what top shows, TRUE% = what it really got; STOLEN% = irq work run on its time (! ≥ {STOLEN_MARK_PCT:.0}%) · sort {}{}",
+                "{} ({}) · sort {}{}",
                 if app.threads { "Threads" } else { "Processes" },
                 if app.tree { "tree" } else { "flat" },
                 app.sort.column.title(),
@@ -240,6 +241,9 @@ fn view_header<'a>(app: &'a App, s: &Sty) -> Line<'a> {
             if let Some(p) = app.follow {
                 t.push_str(&format!(" · following {p}"));
             }
+            t.push_str(&format!(
+                " │ TOP% = what top shows, TRUE% = what it really got, STOLEN% = irq work run on its time (! ≥ {STOLEN_MARK_PCT:.0}%)"
+            ));
             t
         }
         View::Cpus => "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it".into(),
@@ -254,13 +258,22 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     match &app.mode {
         Mode::Filter(buf) => {
             return Line::from(vec![
-                Span::styled("Filter (command, user or PID; Enter applies, Esc cancels): ", s.accent()),
+                Span::styled(
+                    "Filter (command, user or PID; Enter applies, Esc cancels): ",
+                    s.accent(),
+                ),
                 Span::raw(format!("{buf}_")),
             ]);
         }
         Mode::Delay(buf) => {
             return Line::from(vec![
-                Span::styled(format!("Delay in seconds (now {}; Enter applies, Esc cancels): ", app.delay), s.accent()),
+                Span::styled(
+                    format!(
+                        "Delay in seconds (now {}; Enter applies, Esc cancels): ",
+                        app.delay
+                    ),
+                    s.accent(),
+                ),
                 Span::raw(format!("{buf}_")),
             ]);
         }
@@ -284,7 +297,10 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         Some(Regime::TickBased) => ("off", Style::new()),
         _ => ("unknown", s.warn()),
     };
-    spans.push(Span::styled(format!("IRQ_TIME_ACCOUNTING {regime}"), note_style));
+    spans.push(Span::styled(
+        format!("IRQ_TIME_ACCOUNTING {regime}"),
+        note_style,
+    ));
     if let Some(f) = &app.frame {
         let src = match f.source {
             crate::model::raw::Source::Bpf if f.health.attach_mode.is_empty() => "BPF".to_string(),
@@ -392,7 +408,13 @@ fn draw_processes(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         .map(|c| col_width(*c) + 1)
         .sum();
     let cmd_w = avail.saturating_sub(used + 1).max(4);
-    let width_of = |c: Column| if c == Column::Command { cmd_w } else { col_width(c) };
+    let width_of = |c: Column| {
+        if c == Column::Command {
+            cmd_w
+        } else {
+            col_width(c)
+        }
+    };
 
     let mut header_cells = vec![Cell::from(" ")];
     for &c in &cols {
@@ -425,7 +447,11 @@ fn draw_processes(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         } else {
             "  no tasks match (Esc clears the filter)"
         };
-        let r = Rect { y: area.y + 1, height: 1, ..area };
+        let r = Rect {
+            y: area.y + 1,
+            height: 1,
+            ..area
+        };
         f.render_widget(Paragraph::new(msg), r);
     }
 }
@@ -482,7 +508,11 @@ fn task_row<'a>(
             ),
             Column::Gap => (
                 fmt_pct_or_dash(gap.max(0.0)),
-                if gap >= STOLEN_MARK_PCT { s.gap() } else { Style::new() },
+                if gap >= STOLEN_MARK_PCT {
+                    s.gap()
+                } else {
+                    Style::new()
+                },
             ),
             Column::Stolen => (
                 fmt_pct_or_dash(stolen),
@@ -509,7 +539,11 @@ fn task_row<'a>(
         cells.push(Cell::from(Span::styled(fit(&text, w, c.numeric()), style)));
     }
     let row = Row::new(cells);
-    Some(if selected { row.style(s.selected()) } else { row })
+    Some(if selected {
+        row.style(s.selected())
+    } else {
+        row
+    })
 }
 
 // ------------------------------------------------------------------- CPUs
@@ -648,7 +682,11 @@ fn draw_cpus(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     let all = cpu_cols();
     let display: Vec<(CpuCol, u16)> = all.iter().map(|(c, w, _)| (*c, *w)).collect();
     let cols = fit_columns(&display, &CPU_PRIORITY, area.width, 0);
-    let spec = |c: CpuCol| all.iter().find(|x| x.0 == c).map_or((0, ""), |x| (x.1, x.2));
+    let spec = |c: CpuCol| {
+        all.iter()
+            .find(|x| x.0 == c)
+            .map_or((0, ""), |x| (x.1, x.2))
+    };
     let header = Row::new(cols.iter().map(|c| {
         let (w, t) = spec(*c);
         let right = !matches!(c, CpuCol::Bar | CpuCol::Victims | CpuCol::History);
@@ -656,7 +694,10 @@ fn draw_cpus(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     }))
     .style(s.header());
     let Some(frame) = &app.frame else {
-        f.render_widget(Table::new(Vec::<Row>::new(), [Constraint::Length(1)]).header(header), area);
+        f.render_widget(
+            Table::new(Vec::<Row>::new(), [Constraint::Length(1)]).header(header),
+            area,
+        );
         return;
     };
     let visible = area.height.saturating_sub(1) as usize;
@@ -668,13 +709,25 @@ fn draw_cpus(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         .skip(pos.offset)
         .take(visible)
         .map(|(i, c)| {
-            let cells = cols.iter().map(|col| cpu_cell(app, s, c, *col, spec(*col).0 as usize));
+            let cells = cols
+                .iter()
+                .map(|col| cpu_cell(app, s, c, *col, spec(*col).0 as usize));
             let row = Row::new(cells.collect::<Vec<_>>());
-            if i == pos.selected { row.style(s.selected()) } else { row }
+            if i == pos.selected {
+                row.style(s.selected())
+            } else {
+                row
+            }
         })
         .collect();
-    let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(spec(*c).0)).collect();
-    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| Constraint::Length(spec(*c).0))
+        .collect();
+    f.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1),
+        area,
+    );
 }
 
 fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<'a> {
@@ -692,12 +745,23 @@ fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<
         CpuCol::Sys => num(c.sys_pct),
         CpuCol::Irq => num(c.irq_pct),
         CpuCol::Soft => {
-            let st = if c.soft_pct >= STOLEN_MARK_PCT { s.net_rx() } else { Style::new() };
+            let st = if c.soft_pct >= STOLEN_MARK_PCT {
+                s.net_rx()
+            } else {
+                Style::new()
+            };
             Cell::from(Span::styled(fit(&fmt_pct(c.soft_pct), w, true), st))
         }
         CpuCol::Steal => num(c.steal_pct),
         CpuCol::Idle => num(c.idle_pct),
-        CpuCol::NetRx => rate(c.net_rx_per_s, if c.net_rx_per_s > 0.0 { s.net_rx() } else { Style::new() }),
+        CpuCol::NetRx => rate(
+            c.net_rx_per_s,
+            if c.net_rx_per_s > 0.0 {
+                s.net_rx()
+            } else {
+                Style::new()
+            },
+        ),
         CpuCol::Pkts => rate(c.packets_per_s, Style::new()),
         CpuCol::Polls => rate(c.napi_polls_per_s, Style::new()),
         CpuCol::Exh => rate(c.budget_exhausted_per_s, hot(c.budget_exhausted_per_s)),
@@ -736,8 +800,11 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         ("EXH/s", 6, true),
         ("CPUS", 12, false),
     ];
-    let header = Row::new(COLS.iter().map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r))))
-        .style(s.header());
+    let header = Row::new(
+        COLS.iter()
+            .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r))),
+    )
+    .style(s.header());
     let widths: Vec<Constraint> = COLS.iter().map(|c| Constraint::Length(c.1)).collect();
     let Some(frame) = &app.frame else {
         f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
@@ -758,10 +825,17 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                 DevRow::Napi(j) => napi_cells(frame, s, *j, &w),
             };
             let row = Row::new(cells);
-            if i == pos.selected { row.style(s.selected()) } else { row }
+            if i == pos.selected {
+                row.style(s.selected())
+            } else {
+                row
+            }
         })
         .collect();
-    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
+    f.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1),
+        area,
+    );
 }
 
 fn cpu_list(cpus: &[u32]) -> String {
@@ -789,7 +863,11 @@ fn device_cells<'a>(
     cpus.dedup();
     let r = |v: Option<f64>, i: usize| Cell::from(fit(&v.map_or("-".into(), fmt_rate), w(i), true));
     let drop = d.map_or(0.0, |d| d.rx_dropped_per_s);
-    let wpp = if polls > 0.0 { format!("{:.1}", pkts / polls) } else { "-".into() };
+    let wpp = if polls > 0.0 {
+        format!("{:.1}", pkts / polls)
+    } else {
+        "-".into()
+    };
     vec![
         Cell::from(Span::styled(fit(name, w(0), false), s.accent())),
         r(d.map(|d| d.rx_packets_per_s), 1),
@@ -816,7 +894,11 @@ fn napi_cells<'a>(frame: &Frame, s: &Sty, j: usize, w: &dyn Fn(usize) -> usize) 
     let used = (n.work_per_poll / budget).clamp(0.0, 1.0);
     let bw = w(8) - 2;
     let fill = (used * bw as f64).round() as usize;
-    let bar_style = if used >= 0.99 { s.stolen() } else { s.fg(Color::Magenta) };
+    let bar_style = if used >= 0.99 {
+        s.stolen()
+    } else {
+        s.fg(Color::Magenta)
+    };
     let r = |v: f64, i: usize| Cell::from(fit(&fmt_rate(v), w(i), true));
     vec![
         Cell::from(fit(&format!(" └ napi {}", n.napi_id), w(0), false)),
@@ -826,7 +908,11 @@ fn napi_cells<'a>(frame: &Frame, s: &Sty, j: usize, w: &dyn Fn(usize) -> usize) 
         Cell::from(fit("", w(4), true)),
         Cell::from(fit("", w(5), true)),
         r(n.polls_per_s, 6),
-        Cell::from(fit(&format!("{:.1}/{}", n.work_per_poll, n.budget), w(7), true)),
+        Cell::from(fit(
+            &format!("{:.1}/{}", n.work_per_poll, n.budget),
+            w(7),
+            true,
+        )),
         Cell::from(Line::from(vec![
             Span::raw("["),
             Span::styled("#".repeat(fill), bar_style),
@@ -835,7 +921,11 @@ fn napi_cells<'a>(frame: &Frame, s: &Sty, j: usize, w: &dyn Fn(usize) -> usize) 
         ])),
         Cell::from(Span::styled(
             fit(&fmt_rate(n.budget_exhausted_per_s), w(9), true),
-            if n.budget_exhausted_per_s > 0.0 { s.warn() } else { Style::new() },
+            if n.budget_exhausted_per_s > 0.0 {
+                s.warn()
+            } else {
+                Style::new()
+            },
         )),
         Cell::from(fit(&cpu_list(&n.cpus), w(10), false)),
     ]

@@ -5,12 +5,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::app::{Extras, LineKind};
 use super::{Cmd, Msg};
 use crate::cli::Cli;
+use crate::collector::{Collector, CollectorOptions};
 use crate::model::frame::Frame;
+use crate::sysroot::Sysroot;
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
@@ -97,19 +100,36 @@ pub(crate) fn replay_loop<S: FrameSource>(
     }
 }
 
+/// Latest per-thread stolen time, shared from the collector thread to the
+/// topology thread so the live pinning lint judges with measurements.
+type SharedEvidence = Arc<Mutex<crate::pinning::Evidence>>;
+
 /// Loads the topology now and every [`TOPOLOGY_REFRESH`], sending the
-/// Topology view's lines. Failures become a note in the view.
-fn topology_thread(cli: &Cli, tx: Sender<Msg>) {
+/// Topology and Pinning views' lines. Failures become a note in the views.
+fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>) {
     let opts = crate::topology::LoadOptions::from_cli(cli);
     std::thread::spawn(move || {
         loop {
-            let lines = match crate::topology::load(&opts) {
-                Ok(t) => super::topo_view::lines(&t),
-                Err(e) => vec![(LineKind::Warn, format!("topology unavailable: {e:#}"))],
-            };
-            let extras = Extras {
-                topology: Some(lines),
-                pinning: None,
+            let extras = match crate::topology::load(&opts) {
+                Ok(t) => {
+                    let ev = evidence
+                        .as_ref()
+                        .and_then(|e| e.lock().ok().map(|g| g.clone()))
+                        .unwrap_or_default();
+                    Extras {
+                        topology: Some(super::topo_view::lines(&t)),
+                        pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
+                            &t, &ev,
+                        ))),
+                    }
+                }
+                Err(e) => {
+                    let l = vec![(LineKind::Warn, format!("topology unavailable: {e:#}"))];
+                    Extras {
+                        topology: Some(l.clone()),
+                        pinning: Some(l),
+                    }
+                }
             };
             if tx.send(Msg::Extras(extras)).is_err() {
                 return;
@@ -119,19 +139,154 @@ fn topology_thread(cli: &Cli, tx: Sender<Msg>) {
     });
 }
 
+/// Waits `d` for a command; `Err` means the UI has gone.
+fn wait(rx: &Receiver<Cmd>, d: Duration, delay: &mut f64) -> Result<(), ()> {
+    let deadline = std::time::Instant::now() + d;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Cmd::SetDelay(v)) => {
+                // A new delay takes effect now rather than after the old one.
+                *delay = v;
+                return Ok(());
+            }
+            Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Err(()),
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => return Ok(()),
+        }
+    }
+}
+
+/// First interval is short so the screen fills quickly; later ones use `-d`.
+const FIRST_INTERVAL: f64 = 0.5;
+
 /// Starts live collection. Returns only once the collector is up, so its
 /// errors are printed before the terminal is touched.
 pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
-    let _ = cli;
-    anyhow::bail!(
-        "live collection is not wired into the TUI yet (collector/model pending); use -b or --replay"
-    )
+    let opts = CollectorOptions {
+        sysroot: Sysroot::new(&cli.sysroot),
+        no_bpf: cli.no_bpf,
+        pids: cli.pids.clone(),
+        bpf_stats: cli.bpf_stats,
+    };
+    let passwd = cli.sysroot.join("etc/passwd");
+    let mut delay = cli.delay;
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let (ctx, crx) = mpsc::channel::<Cmd>();
+    let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+    let evidence: SharedEvidence = Arc::default();
+    let ev = Arc::clone(&evidence);
+    let data_tx = tx.clone();
+    std::thread::spawn(move || {
+        // The collector is created on this thread (BPF objects need not be Send).
+        let mut col = match Collector::new(opts) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let mut prev = match col.sample() {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e.context("taking the first sample")));
+                return;
+            }
+        };
+        let _ = ready_tx.send(Ok(()));
+        let _ = data_tx.send(Msg::Users(read_users(&passwd).into_iter().collect()));
+        let mut interval = delay.min(FIRST_INTERVAL);
+        loop {
+            if wait(&crx, Duration::from_secs_f64(interval), &mut delay).is_err() {
+                return;
+            }
+            interval = delay;
+            let cur = match col.sample() {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                    return;
+                }
+            };
+            let frame = crate::model::compute(col.host(), &prev, &cur);
+            prev = cur;
+            if let Ok(mut g) = ev.lock() {
+                g.stolen_pct = frame
+                    .threads
+                    .iter()
+                    .map(|t| (t.tid, t.stolen_pct))
+                    .collect();
+            }
+            if data_tx.send(Msg::Frame(Box::new(frame))).is_err() {
+                return;
+            }
+        }
+    });
+    match ready_rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(_) => anyhow::bail!("the collector thread died while starting"),
+    }
+    topology_thread(cli, Some(evidence), tx);
+    Ok((rx, ctx))
+}
+
+/// Frames of a recording: frame `i` is the model over samples `i` and `i+1`.
+struct RecordingFrames(crate::record::Recording);
+
+impl FrameSource for RecordingFrames {
+    fn len(&self) -> usize {
+        self.0.len().saturating_sub(1)
+    }
+    fn frame(&mut self, i: usize) -> anyhow::Result<Frame> {
+        let prev = self.0.get(i)?;
+        let cur = self.0.get(i + 1)?;
+        Ok(crate::model::compute(self.0.host(), &prev, &cur))
+    }
+}
+
+fn local_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Opens a recording for the replay cursor.
 pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
-    let _ = (cli, file, topology_thread as fn(&Cli, Sender<Msg>));
-    anyhow::bail!("replay in the TUI needs the model (pending); use -b --replay")
+    let rec = crate::record::Recording::open(file)?;
+    if rec.len() < 2 {
+        anyhow::bail!(
+            "{}: {} sample(s); replay needs at least 2 (one interval)",
+            file.display(),
+            rec.len()
+        );
+    }
+    // User names are only meaningful on the host that recorded.
+    let same_host = local_hostname().is_some_and(|h| h == rec.host().hostname);
+    let warnings: Vec<String> = rec.warnings().iter().map(|w| w.message.clone()).collect();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let (ctx, crx) = mpsc::channel::<Cmd>();
+    if same_host {
+        let _ = tx.send(Msg::Users(
+            read_users(Path::new("/etc/passwd")).into_iter().collect(),
+        ));
+    }
+    if let Some(w) = warnings.first() {
+        let _ = tx.send(Msg::Warn(format!("{}: {w}", file.display())));
+    }
+    let _ = tx.send(Msg::Extras(Extras {
+        topology: Some(vec![(
+            LineKind::Note,
+            "Replay: the live topology of this machine is not the recorded host's; see --pinning-check on the recording host.".into(),
+        )]),
+        pinning: Some(vec![(
+            LineKind::Note,
+            "Replay: pinning findings are not recorded.".into(),
+        )]),
+    }));
+    let delay = cli.delay;
+    std::thread::spawn(move || replay_loop(RecordingFrames(rec), delay, crx, tx));
+    Ok((rx, ctx))
 }
 
 #[cfg(test)]
@@ -184,7 +339,9 @@ mod tests {
 
     #[test]
     fn passwd_parsing_skips_junk() {
-        let u = parse_passwd("root:x:0:0:root:/root:/bin/bash\n\nbad line\nalice:x:1000:1000::/home/alice:/bin/sh\n:x:5:5::/:/\n");
+        let u = parse_passwd(
+            "root:x:0:0:root:/root:/bin/bash\n\nbad line\nalice:x:1000:1000::/home/alice:/bin/sh\n:x:5:5::/:/\n",
+        );
         assert_eq!(u.get(&0).map(String::as_str), Some("root"));
         assert_eq!(u.get(&1000).map(String::as_str), Some("alice"));
         assert_eq!(u.len(), 2);

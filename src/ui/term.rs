@@ -28,7 +28,12 @@ static HOOK: Once = Once::new();
 /// report them (we may be inside a panic).
 pub fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);
+    let _ = execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        Show
+    );
 }
 
 impl TermGuard {
@@ -41,7 +46,8 @@ impl TermGuard {
                 prev(info);
             }));
         });
-        enable_raw_mode().map_err(|e| anyhow::anyhow!("cannot put the terminal in raw mode: {e}"))?;
+        enable_raw_mode()
+            .map_err(|e| anyhow::anyhow!("cannot put the terminal in raw mode: {e}"))?;
         let guard = TermGuard { _private: () };
         execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)
             .map_err(|e| anyhow::anyhow!("cannot switch to the alternate screen: {e}"))?;

@@ -96,9 +96,17 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
         out.push(h(format!(
             "{} (package {}): CPUs {cpus}{mem}",
             node.map_or("all CPUs".to_string(), |n| format!("NUMA node {n}")),
-            if pkgs.is_empty() { "?".into() } else { pkgs.join(",") },
+            if pkgs.is_empty() {
+                "?".into()
+            } else {
+                pkgs.join(",")
+            },
         )));
-        for nic in topo.nics.iter().filter(|x| x.numa_node.is_some() && x.numa_node == node) {
+        for nic in topo
+            .nics
+            .iter()
+            .filter(|x| x.numa_node.is_some() && x.numa_node == node)
+        {
             out.push(n(format!("  NIC {} is local here", nic.name)));
         }
         let l3s: Vec<_> = topo
@@ -176,7 +184,9 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
         }
         out.push(n(s));
         for irq_n in &nic.irqs {
-            let Some(irq) = topo.irq(*irq_n) else { continue };
+            let Some(irq) = topo.irq(*irq_n) else {
+                continue;
+            };
             let lands = irq.lands_on();
             let remote = nic
                 .local_cpus
@@ -187,12 +197,20 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
                 .as_ref()
                 .map_or("?".to_string(), |a| a.to_string());
             out.push((
-                if remote { LineKind::Warn } else { LineKind::Normal },
+                if remote {
+                    LineKind::Warn
+                } else {
+                    LineKind::Normal
+                },
                 format!(
                     "    IRQ {:>4} {:<28} → CPU {} (allowed {allowed}){}",
                     irq.irq,
                     irq.name,
-                    if lands.is_empty() { "?".to_string() } else { lands.to_string() },
+                    if lands.is_empty() {
+                        "?".to_string()
+                    } else {
+                        lands.to_string()
+                    },
                     if remote { "  off the NIC's node" } else { "" }
                 ),
             ));
@@ -229,4 +247,22 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
         out.push((LineKind::Note, format!("note: {note}")));
     }
     out
+}
+
+/// Turns a pinning report into the Pinning view's lines.
+pub fn pinning_lines(report: &crate::pinning::Report) -> Vec<(LineKind, String)> {
+    crate::pinning::render_text(report)
+        .lines()
+        .map(|l| {
+            let t = l.trim_start().to_ascii_lowercase();
+            let kind = if t.starts_with("error") || t.starts_with("warning") {
+                LineKind::Warn
+            } else if t.starts_with("nettop pinning check") {
+                LineKind::Heading
+            } else {
+                LineKind::Normal
+            };
+            (kind, l.to_string())
+        })
+        .collect()
 }

@@ -1,0 +1,161 @@
+//! Deterministic synthetic samples for tests, fuzz seeds and benchmarks
+//! (e.g. a 24-hour recording that no test can wait for). Counters grow
+//! monotonically like a real busy host's, so frames computed from them are
+//! meaningful.
+
+use crate::model::raw::{
+    BpfHealth, CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NET_RX,
+    ProgStat, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
+};
+
+pub fn host(nr_cpus: u32) -> HostInfo {
+    HostInfo {
+        hostname: "synth".into(),
+        kernel: "6.1.0-synthetic".into(),
+        boot_id: "00000000-0000-4000-8000-000000000000".into(),
+        regime: Regime::TickBased,
+        regime_source: "/proc/config.gz".into(),
+        clk_tck: 100,
+        nr_cpus,
+        cpu_node: (0..nr_cpus).map(|c| c / 2.max(nr_cpus / 2)).collect(),
+    }
+}
+
+fn irq(k: u64, w: u64) -> IrqAcct {
+    let mut a = IrqAcct {
+        hardirq_ns: k * 40_000 * w,
+        hardirq_count: k * 20 * w,
+        sysvec_ns: k * 10_000 * w,
+        sysvec_count: k * 250 * w,
+        ..Default::default()
+    };
+    a.softirq_ns[CTX_STOLEN][NET_RX] = k * 900_000 * w;
+    a.softirq_ns[CTX_STOLEN][1] = k * 20_000 * w;
+    a.softirq_ns[CTX_INLINE][2] = k * 30_000 * w;
+    a.softirq_ns[CTX_KSOFTIRQD][NET_RX] = k * 5_000 * w;
+    a.softirq_count[NET_RX] = k * 150 * w;
+    a.softirq_count[1] = k * 250 * w;
+    a
+}
+
+/// Sample number `k` (1 s apart) of a host with `ntasks` threads on `ncpus` CPUs.
+pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
+    let cpus = (0..ncpus)
+        .map(|c| {
+            let w = u64::from(c) + 1;
+            RawCpu {
+                cpu: c,
+                online: true,
+                times: Some(CpuTimes {
+                    user: k * 60 + w,
+                    system: k * 20,
+                    idle: k * 10,
+                    irq: k,
+                    softirq: k * 9,
+                    ..Default::default()
+                }),
+                softnet: Some(Softnet {
+                    processed: k * 90_000 * w,
+                    dropped: k / 100,
+                    time_squeeze: k * 3,
+                    received_rps: k * 10,
+                    flow_limit: 0,
+                }),
+                irq: Some(irq(k * 4, w)),
+                net: Some(CpuNet {
+                    net_rx_actions: k * 600 * w,
+                    net_rx_ns: k * 3_600_000 * w,
+                    net_rx_restarts: k * 3,
+                    net_rx_max_ns: 1_900_000,
+                    napi_polls: k * 1400 * w,
+                    napi_work: k * 90_000 * w,
+                    napi_budget_exhausted: k * 400 * w,
+                }),
+                ksoftirqd_tid: Some(10 + c * 8),
+            }
+        })
+        .collect();
+    let tasks = (0..ntasks)
+        .map(|i| {
+            let i = i as u64;
+            let tgid = 1000 + (i / 4) as u32 * 4;
+            let tid = 1000 + i as u32;
+            let busy = if i % 7 == 0 { 5 } else { 0 };
+            RawTask {
+                tgid,
+                tid,
+                start_ticks: 5000 + i,
+                comm: format!("worker-{}", i % 13),
+                uid: (i % 3) as u32 * 1000,
+                state: if busy > 0 { 'R' } else { 'S' },
+                utime_ticks: k * busy * 10 + i,
+                stime_ticks: k * busy * 2,
+                on_cpu_ns: k * busy * 110_000_000 + i * 1000,
+                run_delay_ns: k * 3_000_000,
+                last_cpu: (i % u64::from(ncpus.max(1))) as u32,
+                affinity: format!("0-{}", ncpus.saturating_sub(1)),
+                kthread: i % 11 == 0,
+                irq: (busy > 0).then(|| irq(k, 1 + i % 3)),
+            }
+        })
+        .collect();
+    RawSample {
+        seq: k,
+        mono_ns: 1_000_000_000_000 + k * 1_000_000_000,
+        unix_ms: 1_700_000_000_000 + k * 1000,
+        source: Source::Bpf,
+        cpus,
+        tasks,
+        napi: (0..ncpus)
+            .map(|c| RawNapi {
+                dev: "eth0".into(),
+                napi_id: 8193 + c,
+                cpu: c,
+                polls: k * 1400,
+                work: k * 90_000,
+                budget_exhausted: k * 400,
+                budget: 64,
+            })
+            .collect(),
+        devices: vec![RawDevice {
+            name: "eth0".into(),
+            ifindex: 2,
+            rx_packets: k * 180_000,
+            rx_bytes: k * 250_000_000,
+            tx_packets: k * 90_000,
+            tx_bytes: k * 6_000_000,
+            rx_dropped: k / 50,
+        }],
+        health: Some(BpfHealth {
+            map_full: 0,
+            map_full_ns: 0,
+            napi_map_full: 0,
+            unmatched_exits: k / 1000,
+            recursion_misses: 0,
+            programs: vec![ProgStat {
+                name: "handle_softirq_exit".into(),
+                run_cnt: k * 3000,
+                run_time_ns: k * 600_000,
+            }],
+            missing_tracepoints: vec![],
+            attach_mode: "tp_btf".into(),
+        }),
+    }
+}
+
+/// A [`super::SampleSource`] replaying synthetic samples (tests).
+pub struct Synth {
+    pub host: HostInfo,
+    pub k: u64,
+    pub ntasks: usize,
+}
+
+impl super::SampleSource for Synth {
+    fn host(&self) -> &HostInfo {
+        &self.host
+    }
+    fn sample(&mut self) -> anyhow::Result<RawSample> {
+        self.k += 1;
+        Ok(sample(self.k, self.ntasks, self.host.nr_cpus))
+    }
+}

@@ -1,0 +1,313 @@
+//! OpenMetrics/Prometheus export: the pure renderer, `promtool` on its
+//! output, backfilling an exported recording, and a real Prometheus scraping
+//! `nettop --serve`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nettop::export::openmetrics::{self, Flavor, Options};
+use nettop::record::synth;
+
+/// Kills and reaps a child on drop, so a failing test leaves nothing behind.
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http_get(addr: &str, path: &str, accept: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let (head, body) = out.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then(|| body.to_string())
+}
+
+fn promtool_check(text: &str) -> Result<(), String> {
+    let mut c = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("promtool: {e}"))?;
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn have(bin: &str) -> bool {
+    Command::new(bin)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+fn synth_families() -> Vec<openmetrics::Family> {
+    let host = synth::host(2);
+    let prev = synth::sample(1, 12, 2);
+    let mut cur = synth::sample(2, 12, 2);
+    // A label value that needs escaping.
+    cur.tasks[0].comm = "we\"ird\\name\n".into();
+    cur.devices[0].name = "eth0".into();
+    openmetrics::families(
+        &host,
+        Some(&prev),
+        &cur,
+        &Options {
+            top_tasks: 3,
+            threads: false,
+        },
+    )
+}
+
+#[test]
+fn renderer_output_is_pinned() {
+    let om = openmetrics::render(&synth_families(), Flavor::OpenMetrics);
+    assert!(om.ends_with("# EOF\n"));
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("export_openmetrics_synth", om);
+    });
+}
+
+#[test]
+fn renderer_follows_conventions_and_bounds_cardinality() {
+    let fams = synth_families();
+    let om = openmetrics::render(&fams, Flavor::OpenMetrics);
+    for f in &fams {
+        assert!(f.name.starts_with("nettop_"), "{}", f.name);
+        if let Some(u) = f.unit {
+            assert!(f.name.ends_with(&format!("_{u}")), "{} unit {u}", f.name);
+            assert!(om.contains(&format!("# UNIT {} {u}\n", f.name)));
+        }
+        if f.kind == openmetrics::Kind::Counter {
+            assert!(f.sample_name().ends_with("_total"));
+        }
+    }
+    // Top-3 processes by stolen time only (12 threads = 3 processes here,
+    // of which only pid 1000 and 1004 ... have irq time), at most 3 pids.
+    let pids: std::collections::BTreeSet<&str> = om
+        .lines()
+        .filter(|l| l.starts_with("nettop_task_on_cpu_seconds_total"))
+        .filter_map(|l| l.split("pid=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(!pids.is_empty() && pids.len() <= 3, "{pids:?}");
+    assert!(om.contains(r#"comm="we\"ird\\name\n""#), "label escaping");
+    // Busiest first when truncating devices.
+    let host = synth::host(1);
+    let mut s = synth::sample(1, 1, 1);
+    s.devices = (0..200)
+        .map(|i| nettop::model::raw::RawDevice {
+            name: format!("veth{i}"),
+            rx_bytes: i,
+            ..Default::default()
+        })
+        .collect();
+    let f = openmetrics::families(&host, None, &s, &Options::default());
+    let rb = f
+        .iter()
+        .find(|f| f.name == "nettop_network_receive_bytes")
+        .unwrap();
+    assert_eq!(rb.samples.len(), openmetrics::MAX_DEVICES);
+    assert!(rb.samples.iter().all(|(_, v)| *v >= (200 - 64) as f64));
+}
+
+#[test]
+fn promtool_accepts_rendered_metrics() {
+    if !have("promtool") {
+        common::skip(
+            "promtool_accepts_rendered_metrics",
+            "promtool not installed",
+        );
+        return;
+    }
+    let prom = openmetrics::render(&synth_families(), Flavor::Prometheus);
+    promtool_check(&prom).unwrap();
+}
+
+#[test]
+fn exported_recording_backfills_into_prometheus_tsdb() {
+    if !have("promtool") {
+        common::skip("exported_recording_backfills", "promtool not installed");
+        return;
+    }
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1.rec.zst");
+    let out = Command::new(env!("CARGO_BIN_EXE_nettop"))
+        .args([
+            "--replay",
+            golden.to_str().unwrap(),
+            "--export",
+            "openmetrics",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let om = dir.path().join("g.om");
+    std::fs::write(&om, &out.stdout).unwrap();
+    let r = Command::new("promtool")
+        .args(["tsdb", "create-blocks-from", "openmetrics"])
+        .arg(&om)
+        .arg(dir.path().join("blocks"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        r.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    // 3 samples, timestamps 1700000001000..3000.
+    assert!(
+        text.contains("1700000001000") && text.contains("1700000003"),
+        "{text}"
+    );
+}
+
+/// Starts `nettop --serve` on a free port, BPF when root.
+fn start_serve() -> (Kill, String) {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nettop"));
+    cmd.args(["--serve", &addr, "-d", "0.5"]);
+    if !common::is_root() {
+        cmd.arg("--no-bpf");
+    }
+    let child = Kill(
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if http_get(&addr, "/metrics", "text/plain").is_some_and(|b| b.contains("nettop_")) {
+            return (child, addr);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("nettop --serve did not answer on {addr} within 30 s");
+}
+
+#[test]
+fn serve_output_passes_promtool_in_both_formats() {
+    if !have("promtool") {
+        common::skip("serve_output_passes_promtool", "promtool not installed");
+        return;
+    }
+    let (_serve, addr) = start_serve();
+    let prom = http_get(&addr, "/metrics", "text/plain").unwrap();
+    promtool_check(&prom).unwrap();
+    assert!(prom.contains("nettop_cpu_seconds_total{cpu=\"0\",mode=\"user\"}"));
+    let om = http_get(
+        &addr,
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+    )
+    .unwrap();
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(om.contains("# UNIT nettop_cpu_seconds seconds"));
+    assert!(
+        http_get(&addr, "/nope", "*/*")
+            .unwrap()
+            .contains("not found")
+    );
+}
+
+#[test]
+fn real_prometheus_scrapes_serve() {
+    if !have("prometheus") {
+        common::skip("real_prometheus_scrapes_serve", "prometheus not installed");
+        return;
+    }
+    let (_serve, target) = start_serve();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: nettop\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let web = format!("127.0.0.1:{}", free_port());
+    let _prom = Kill(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let q = "/api/v1/query?query=rate(nettop_cpu_seconds_total%7Bmode%3D%22idle%22%7D%5B10s%5D)";
+    let t0 = Instant::now();
+    let mut last = String::new();
+    while t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(500));
+        let Some(body) = http_get(&web, q, "application/json") else {
+            continue;
+        };
+        last = body.clone();
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else {
+            continue;
+        };
+        let res = &v["data"]["result"];
+        if res.as_array().is_some_and(|a| !a.is_empty()) {
+            let m = &res[0]["metric"];
+            assert_eq!(m["job"], "nettop");
+            assert!(m["cpu"].is_string());
+            let rate: f64 = res[0]["value"][1].as_str().unwrap().parse().unwrap();
+            // Idle seconds per second of one CPU: between 0 and 1.
+            assert!((0.0..=1.5).contains(&rate), "{body}");
+            common::report(&format!(
+                "real_prometheus_scrapes_serve: idle rate {rate:.3} after {:?}\n",
+                t0.elapsed()
+            ));
+            // And the scrape used OpenMetrics without errors.
+            let up = http_get(&web, "/api/v1/query?query=up", "application/json").unwrap();
+            assert!(up.contains("\"1\""), "{up}");
+            return;
+        }
+    }
+    panic!("Prometheus never returned nettop_cpu_seconds_total; last answer: {last}");
+}

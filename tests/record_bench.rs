@@ -1,0 +1,93 @@
+//! Measurements for BENCHMARKS.md (## Recording), run by bench/record.sh:
+//! `cargo test --release --test record_bench -- --ignored --nocapture`.
+//! They print figures and assert only correctness, never timings.
+
+use std::time::Instant;
+
+use nettop::record::synth;
+use nettop::record::{Meta, Recording, Writer, format};
+
+fn dir() -> std::path::PathBuf {
+    std::env::var_os("NETTOP_BENCH_DIR")
+        .map(Into::into)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+fn write(path: &std::path::Path, z: bool, n: u64, ntasks: usize) -> f64 {
+    let _ = std::fs::remove_file(path);
+    let t = Instant::now();
+    let mut w = Writer::create(path, z, false).unwrap();
+    w.write_meta(&Meta {
+        format: format::VERSION,
+        host: synth::host(8),
+        interval_s: 1.0,
+        ..Default::default()
+    })
+    .unwrap();
+    for k in 1..=n {
+        w.write_sample(&synth::sample(k, ntasks, 8)).unwrap();
+    }
+    w.finish("count").unwrap();
+    t.elapsed().as_secs_f64()
+}
+
+#[test]
+#[ignore = "benchmark: writes ~100-400 MB"]
+fn bench_bytes_per_snapshot_synthetic() {
+    for ntasks in [100, 1000] {
+        for z in [false, true] {
+            let p = dir().join(format!("bench-{ntasks}.{}", if z { "zst" } else { "rec" }));
+            write(&p, z, 60, ntasks);
+            let len = std::fs::metadata(&p).unwrap().len();
+            println!(
+                "BENCH bytes_per_snapshot synthetic tasks={ntasks} cpus=8 {}: {:.0} B/snapshot, {:.0} B per 100 tasks",
+                if z { "zstd" } else { "raw" },
+                len as f64 / 60.0,
+                len as f64 / 60.0 / (ntasks as f64 / 100.0)
+            );
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+}
+
+#[test]
+#[ignore = "benchmark: synthesises a 24-hour recording"]
+fn bench_replay_load_24h() {
+    let n = 86_400;
+    let p = dir().join("bench-24h.zst");
+    let wt = write(&p, true, n, 100);
+    let len = std::fs::metadata(&p).unwrap().len();
+    println!(
+        "BENCH synth 24h: {n} snapshots x 100 tasks x 8 CPUs, zstd, {:.1} MiB, written in {wt:.1} s",
+        len as f64 / 1048576.0
+    );
+    // Drop the page cache for this file where we can, for a cold figure too.
+    for round in ["first", "warm"] {
+        let t = Instant::now();
+        let rec = Recording::open(&p).unwrap();
+        let open = t.elapsed();
+        assert_eq!(rec.len(), n as usize);
+        assert!(rec.warnings().is_empty());
+        let t = Instant::now();
+        let mid = rec.index_at(1_700_000_000_000 + 43_200_000).unwrap();
+        let a = rec.get(mid).unwrap();
+        let b = rec.get(mid + 1).unwrap();
+        let _f = nettop::model::compute(rec.host(), &a, &b);
+        let seek = t.elapsed();
+        println!(
+            "BENCH replay_load_24h ({round}): open+index {:.1} ms, jump to 12:00 + decode 2 + compute {:.2} ms",
+            open.as_secs_f64() * 1e3,
+            seek.as_secs_f64() * 1e3
+        );
+    }
+    let rec = Recording::open(&p).unwrap();
+    let t = Instant::now();
+    for i in 0..1000 {
+        rec.get(i).unwrap();
+    }
+    println!(
+        "BENCH replay decode: {:.3} ms per snapshot (100 tasks, zstd+JSON)",
+        t.elapsed().as_secs_f64()
+    );
+    std::fs::remove_file(&p).unwrap();
+}

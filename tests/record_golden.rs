@@ -1,0 +1,89 @@
+//! Recordings written by format version 1 must stay readable forever. The
+//! files under tests/golden/ were written once by `regenerate_golden` (run it
+//! only when adding a NEW golden for a new format version; never rewrite an
+//! old one) and their decoded contents are pinned by insta snapshots.
+
+use std::path::{Path, PathBuf};
+
+use nettop::record::synth;
+use nettop::record::{Meta, Recording, Writer, format};
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+#[test]
+#[ignore = "writes tests/golden; run by hand for a new format version only"]
+fn regenerate_golden() {
+    for (name, z) in [("v1.rec", false), ("v1.rec.zst", true)] {
+        let p = golden(name);
+        let _ = std::fs::remove_file(&p);
+        let mut w = Writer::create(&p, z, false).unwrap();
+        w.write_meta(&Meta {
+            format: format::VERSION,
+            writer: "nettop 0.1.0".into(),
+            created_unix_ms: 1_700_000_000_000,
+            interval_s: 1.0,
+            host: synth::host(2),
+            part: 0,
+        })
+        .unwrap();
+        w.write_topology(b"<?xml version=\"1.0\"?><topology/>")
+            .unwrap();
+        for k in 1..=3 {
+            w.write_sample(&synth::sample(k, 4, 2)).unwrap();
+        }
+        w.finish("count").unwrap();
+    }
+}
+
+#[test]
+fn golden_v1_stays_readable() {
+    for name in ["v1.rec", "v1.rec.zst"] {
+        let rec = Recording::open(golden(name)).unwrap();
+        assert!(rec.warnings().is_empty(), "{name}: {:?}", rec.warnings());
+        assert!(rec.closed_cleanly());
+        assert_eq!(rec.version(), 1);
+        assert_eq!(rec.len(), 3);
+        assert_eq!(rec.host().hostname, "synth");
+        assert_eq!(
+            rec.topology().unwrap().as_deref(),
+            Some(&b"<?xml version=\"1.0\"?><topology/>"[..])
+        );
+        let samples: Vec<_> = (0..rec.len()).map(|i| rec.get(i).unwrap()).collect();
+        assert_eq!(rec.unix_ms(2), Some(samples[2].unix_ms));
+        // Both encodings hold the same data; one snapshot pins it.
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+            insta::assert_json_snapshot!("record_golden_v1", (rec.meta(), &samples));
+        });
+        // Frames compute from the old file (the model may change; the file may not).
+        let f = nettop::model::compute(rec.host(), &samples[0], &samples[1]);
+        assert_eq!(f.seq, 2);
+        assert!(!f.processes.is_empty());
+    }
+}
+
+/// A reader meets record types from the future: optional ones are skipped
+/// with a note, critical ones refuse the file.
+#[test]
+fn future_record_types() {
+    let g = std::fs::read(golden("v1.rec")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut opt = g.clone();
+    opt.extend_from_slice(&format::encode_record(0x42, 2, 0, b"future"));
+    let p = dir.path().join("opt.rec");
+    std::fs::write(&p, &opt).unwrap();
+    let rec = Recording::open(&p).unwrap();
+    assert_eq!(rec.len(), 3);
+    assert!(rec.warnings()[0].message.contains("0x42"));
+    let mut crit = g.clone();
+    crit.extend_from_slice(&format::encode_record(0x90, 2, 0, b"future"));
+    std::fs::write(&p, &crit).unwrap();
+    let e = format!("{:#}", Recording::open(&p).unwrap_err());
+    assert!(
+        e.contains("newer nettop") && e.contains(&format!("offset {}", g.len())),
+        "{e}"
+    );
+}
