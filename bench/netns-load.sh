@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by bench scripts: a pair of network namespaces joined by veth,
-# bounded iperf3 TCP traffic between them pinned to one CPU, receive
+# bounded iperf3 UDP traffic (1400-byte datagrams, unthrottled) between them pinned to one CPU, receive
 # processing steered by RPS to another CPU. Same setup as tests/accuracy.rs.
 # Every name carries this shell's pid; netns_down removes everything.
 
@@ -37,7 +37,7 @@ load_start() { # load_start SECS CPU: iperf3 tx -> rx, both ends on CPU
         sleep 0.1
         if ip netns exec "$NT_NS_RX" ss -ltn 2>/dev/null | grep -q ":5201 "; then break; fi
     done
-    ip netns exec "$NT_NS_TX" taskset -c "$cpu" iperf3 -c "$NT_ADDR_RX" -t "$secs" -i 0 >/dev/null 2>&1 &
+    ip netns exec "$NT_NS_TX" taskset -c "$cpu" iperf3 -c "$NT_ADDR_RX" -t "$secs" -i 0 -u -b 0 -l 1400 >/dev/null 2>&1 &
     NT_PIDS+=($!)
     sleep 0.5
 }

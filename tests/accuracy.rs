@@ -1,7 +1,7 @@
 //! Accuracy oracle: does nettop see the CPU time interrupts steal from a task?
 //!
-//! Two network namespaces joined by a veth pair carry bounded iperf3 TCP
-//! traffic; both iperf3 ends run on CPU 0. RPS on the receiving veth steers
+//! Two network namespaces joined by a veth pair carry bounded iperf3 UDP
+//! traffic (MTU-sized datagrams); both iperf3 ends run on CPU 0. RPS on the receiving veth steers
 //! receive processing (NET_RX softirq, raised by an IPI) onto CPU 1, where a
 //! pure user-space victim spins and measures its own work rate against an
 //! idle calibration. That rate is the oracle: it does not depend on any

@@ -255,7 +255,7 @@ impl BpfCollector {
         let present = available_tracepoints(&wanted_tps)?;
         let usable = |tp: &str| {
             present.iter().any(|p| p == tp)
-                && paired(tp).is_none_or(|other| present.iter().any(|p| *p == other))
+                && paired(tp).is_none_or(|other| present.contains(&other))
         };
         let missing: Vec<String> = wanted_tps
             .iter()

@@ -168,7 +168,11 @@ impl NetnsPair {
         Ok(pid)
     }
 
-    /// Bounded TCP traffic tx → rx with iperf3, both ends pinned to `cpu`.
+    /// Bounded traffic tx → rx with iperf3, both ends pinned to `cpu`:
+    /// unthrottled UDP in 1400-byte datagrams, so every datagram is its own
+    /// packet on the receive path, as frames from a NIC queue are. (TCP over
+    /// veth moves 64 KB GSO super-packets: a tenth of the per-packet receive
+    /// work, which hides exactly the cost nettop exists to show.)
     /// Returns once the client is connected (or errors if it cannot be).
     pub fn start_iperf3(&mut self, secs: u32, cpu: usize) -> Result<(), String> {
         let rx = self.ns_rx.clone();
@@ -181,7 +185,10 @@ impl NetnsPair {
             self.spawn_in(
                 &tx,
                 Some(cpu),
-                &["iperf3", "-c", ADDR_RX, "-t", &secs_s, "-i", "0"],
+                &[
+                    "iperf3", "-c", ADDR_RX, "-t", &secs_s, "-i", "0", "-u", "-b", "0", "-l",
+                    "1400",
+                ],
             )?;
             sleep(Duration::from_millis(300));
             // An unreachable server makes the client exit at once.
