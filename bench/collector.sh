@@ -103,7 +103,7 @@ bench_bpf() {
       | ($b[0] | mine | map(.run_time_ns // 0) | add // 0) - ($old | [.[] | .run_time_ns // 0] | add // 0)')
     rm -f "$s1" "$s2"
     echo
-    awk -v t="$total" 'BEGIN { printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e7, t }'
+    awk -v t="$total" 'BEGIN { printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t }'
 }
 
 # (b) Observer effect: the victim's work rate with nettop running vs not,
