@@ -17,8 +17,16 @@ mount_tracefs
 # Tests that need root/BPF/netns fail instead of skipping.
 export NETTOP_REQUIRE_BPF=1
 
+log=$(mktemp /tmp/nettop-test.XXXXXX)
+trap 'rm -f "$log"' EXIT
+
 set -x
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
-cargo test --all-targets
-cargo test --doc
+cargo test --doc 2>&1 | tee "$log"
+cargo test --all-targets 2>&1 | tee -a "$log"
+set +x
+
+# One closing line over every test binary (cargo prints one per binary).
+awk '/^test result:/ { p += $4; f += $6; i += $8 }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
