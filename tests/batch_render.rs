@@ -667,3 +667,70 @@ fn binary_live_bpf_json() {
         );
     }
 }
+
+/// A mistyped `-p` is an error naming the PID, not an empty screen.
+#[test]
+fn binary_unknown_pid_is_a_clear_error() {
+    let out = nettop()
+        .args([
+            "-b",
+            "--no-bpf",
+            "-n",
+            "1",
+            "-p",
+            "100,4242",
+            "--sysroot",
+            &fixture("modern"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no such process: 4242"), "{err}");
+    assert!(!err.contains("100,"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Without root or CAP_BPF+CAP_PERFMON: one line saying what is missing and
+/// how to fix it, exit 2. Run as `nobody` through setpriv when we are root.
+#[test]
+fn binary_unprivileged_is_a_clear_error() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: the binary itself is the test subject.
+        let out = nettop().args(["-b", "-n", "1"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("CAP_BPF"), "{err}");
+        return;
+    }
+    // The checkout may sit under a directory `nobody` cannot enter: run a
+    // copy from a world-readable temporary directory.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("nettop");
+    std::fs::copy(env!("CARGO_BIN_EXE_nettop"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            bin.to_str().unwrap(),
+            "-b",
+            "-n",
+            "1",
+        ])
+        .output()
+        .expect("setpriv (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("CAP_BPF") && err.contains("CAP_PERFMON") && err.contains("--no-bpf"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty());
+}

@@ -37,6 +37,7 @@ impl Collector {
     /// Opens the collector. Without `no_bpf` this fails with an actionable
     /// message when BPF cannot be used (no root, no BTF).
     pub fn new(opts: CollectorOptions) -> Result<Self> {
+        check_pids_exist(&opts.sysroot, &opts.pids)?;
         let host = host::detect(&opts.sysroot);
         let bpf = if opts.no_bpf {
             None
@@ -133,6 +134,24 @@ impl Collector {
             health,
         })
     }
+}
+
+/// A mistyped `-p` would otherwise show an empty, healthy-looking screen
+/// forever. Checked once at start: a process that exits later simply
+/// leaves the list, as in top.
+fn check_pids_exist(root: &Sysroot, pids: &[u32]) -> Result<()> {
+    let missing: Vec<String> = pids
+        .iter()
+        .filter(|&&p| !root.path(format!("/proc/{p}")).exists())
+        .map(u32::to_string)
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "no such process: {} (-p takes PIDs of running processes)",
+            missing.join(",")
+        );
+    }
+    Ok(())
 }
 
 fn monotonic_ns() -> u64 {
