@@ -129,6 +129,37 @@ fn devices_busy_host() {
     snap!("ui_devices_busy", screen(&a, 120, 20));
 }
 
+/// With the topology loaded, device rows gain XDP mode, RPS CPUs and the
+/// queue IRQs with the CPUs they land on; interfaces the topology does not
+/// know show "-", and before it loads "…".
+#[test]
+fn devices_with_topology() {
+    let mut a = busy(170, 20);
+    press(&mut a, KeyCode::Char('3'));
+    let before = screen(&a, 170, 20);
+    assert!(before.contains("…"), "{before}");
+    let mut t = topo_2s();
+    t.nics.push(Nic {
+        name: "veth-rx".into(),
+        is_virtual: true,
+        rx_queues: vec![RxQueue {
+            queue: 0,
+            rps_cpus: CpuSet::parse_list("3,5").unwrap(),
+        }],
+        xdp: XdpMode::Generic,
+        ..Default::default()
+    });
+    a.set_extras(Extras {
+        topology: None,
+        pinning: None,
+        devices: Some(topo_view::device_info(&t)),
+    });
+    let s = screen(&a, 170, 20);
+    assert!(s.contains("120→3 121→9"), "{s}");
+    assert!(s.contains("generic"), "{s}");
+    snap!("ui_devices_topology", s);
+}
+
 #[test]
 fn topology_from_the_frame_until_hwloc_data_arrives() {
     let mut a = busy(120, 20);
@@ -245,6 +276,7 @@ fn topology_with_hwloc_data() {
     a.set_extras(Extras {
         topology: Some(topo_view::lines(&topo_2s())),
         pinning: None,
+        devices: None,
     });
     press(&mut a, KeyCode::Char('4'));
     let s = screen(&a, 120, 40);
@@ -269,6 +301,7 @@ fn pinning_view_with_live_evidence() {
     a.set_extras(Extras {
         topology: None,
         pinning: Some(topo_view::pinning_lines(&report)),
+        devices: None,
     });
     press(&mut a, KeyCode::Char('5'));
     let s = screen(&a, 130, 40);

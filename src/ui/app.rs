@@ -295,6 +295,21 @@ impl Default for Options {
 pub struct Extras {
     pub topology: Option<Vec<(LineKind, String)>>,
     pub pinning: Option<Vec<(LineKind, String)>>,
+    /// Per interface name: what the topology knows that counters do not
+    /// (XDP attachment, RPS steering, queue IRQs and where they land).
+    pub devices: Option<BTreeMap<String, DevTopo>>,
+}
+
+/// Configuration of one interface for the Devices view, as text cells.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DevTopo {
+    /// none / generic / native / offload / ? ; generic on a veth costs
+    /// several times native, so it is shown next to the packet rates.
+    pub xdp: String,
+    /// Union of the RX queues' `rps_cpus`, "-" when RPS is off.
+    pub rps: String,
+    /// Queue IRQs and the CPUs each lands on ("38→0 39→1"), "-" when none.
+    pub irqs: String,
 }
 
 pub struct App {

@@ -6,10 +6,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
+use std::collections::BTreeMap;
 
 use super::app::{
-    App, CHROME_BOTTOM, CHROME_TOP, Column, DevRow, KEYS, LineKind, MIN_HEIGHT, MIN_WIDTH, Mode,
-    STOLEN_MARK_PCT, Src, TaskRow, Theme, View, hi_pct, net_rx_pct, si_pct, tab_spans,
+    App, CHROME_BOTTOM, CHROME_TOP, Column, DevRow, DevTopo, KEYS, LineKind, MIN_HEIGHT, MIN_WIDTH,
+    Mode, STOLEN_MARK_PCT, Src, TaskRow, Theme, View, hi_pct, net_rx_pct, si_pct, tab_spans,
 };
 use crate::model::frame::{CpuView, Frame};
 use crate::model::raw::Regime;
@@ -247,7 +248,7 @@ fn view_header<'a>(app: &'a App, s: &Sty) -> Line<'a> {
             t
         }
         View::Cpus => "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it".into(),
-        View::Devices => "Per interface and napi instance (RX queue): polls/s, packets/s, packets per poll vs budget, CPUs that polled. Queue IRQ/affinity/XDP mode: not in the model yet".into(),
+        View::Devices => "Per interface and napi instance (RX queue): polls/s, packets/s, packets per poll vs budget, CPUs that polled; XDP mode (generic costs several times native), RPS CPUs, queue IRQs → CPUs they land on".into(),
         View::Topology => "Topology: NUMA nodes → CPUs, where napi polling and pinned tasks sit (pinned task sharing a NET_RX CPU highlighted)".into(),
         View::Pinning => "Pinning: findings of --pinning-check, live".into(),
     };
@@ -787,7 +788,7 @@ fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<
 // ---------------------------------------------------------------- devices
 
 fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
-    const COLS: [(&str, u16, bool); 11] = [
+    const COLS: [(&str, u16, bool); 14] = [
         ("DEVICE / NAPI", 16, false),
         ("RX PKT/s", 8, true),
         ("RX B/s", 7, true),
@@ -799,19 +800,34 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         ("BUDGET USE", 12, false),
         ("EXH/s", 6, true),
         ("CPUS", 12, false),
+        ("XDP", 7, false),
+        ("RPS", 8, false),
+        ("QUEUE IRQ→CPUS", 30, false),
     ];
     let header = Row::new(
         COLS.iter()
             .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r))),
     )
     .style(s.header());
-    let widths: Vec<Constraint> = COLS.iter().map(|c| Constraint::Length(c.1)).collect();
+    let last = COLS.len() - 1;
+    let widths: Vec<Constraint> = COLS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == last {
+                Constraint::Min(c.1)
+            } else {
+                Constraint::Length(c.1)
+            }
+        })
+        .collect();
     let Some(frame) = &app.frame else {
         f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
         return;
     };
     let visible = area.height.saturating_sub(1) as usize;
     let pos = app.pos[View::Devices.index()];
+    let topo = app.extras.devices.as_ref();
     let w = |i: usize| COLS[i].1 as usize;
     let rows: Vec<Row> = app
         .dev_rows
@@ -821,7 +837,11 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         .take(visible)
         .map(|(i, r)| {
             let cells: Vec<Cell> = match r {
-                DevRow::Device(name, idx) => device_cells(frame, s, name, *idx, &w),
+                DevRow::Device(name, idx) => {
+                    let mut c = device_cells(frame, s, name, *idx, &w);
+                    c.extend(dev_topo_cells(topo, name, s, &w));
+                    c
+                }
                 DevRow::Napi(j) => napi_cells(frame, s, *j, &w),
             };
             let row = Row::new(cells);
@@ -836,6 +856,32 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         Table::new(rows, widths).header(header).column_spacing(1),
         area,
     );
+}
+
+/// XDP, RPS and queue IRQ cells of a device row; "…" until the topology
+/// thread has reported, so a blank never reads as "none".
+fn dev_topo_cells<'a>(
+    topo: Option<&BTreeMap<String, DevTopo>>,
+    name: &str,
+    s: &Sty,
+    w: &dyn Fn(usize) -> usize,
+) -> Vec<Cell<'a>> {
+    let Some(map) = topo else {
+        return vec![Cell::from("…"), Cell::from("…"), Cell::from("…")];
+    };
+    let Some(d) = map.get(name) else {
+        return vec![Cell::from("-"), Cell::from("-"), Cell::from("-")];
+    };
+    let xdp_style = if d.xdp == "generic" {
+        s.warn()
+    } else {
+        Style::new()
+    };
+    vec![
+        Cell::from(Span::styled(fit(&d.xdp, w(11), false), xdp_style)),
+        Cell::from(fit(&d.rps, w(12), false)),
+        Cell::from(d.irqs.clone()),
+    ]
 }
 
 fn cpu_list(cpus: &[u32]) -> String {

@@ -117,6 +117,7 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
                         .and_then(|e| e.lock().ok().map(|g| g.clone()))
                         .unwrap_or_default();
                     Extras {
+                        devices: Some(super::topo_view::device_info(&t)),
                         topology: Some(super::topo_view::lines(&t)),
                         pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
                             &t, &ev,
@@ -128,6 +129,7 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
                     Extras {
                         topology: Some(l.clone()),
                         pinning: Some(l),
+                        devices: None,
                     }
                 }
             };
@@ -283,6 +285,7 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
             LineKind::Note,
             "Replay: pinning findings are not recorded.".into(),
         )]),
+        devices: None,
     }));
     let delay = cli.delay;
     std::thread::spawn(move || replay_loop(RecordingFrames(rec), delay, crx, tx));

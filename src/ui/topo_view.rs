@@ -266,3 +266,42 @@ pub fn pinning_lines(report: &crate::pinning::Report) -> Vec<(LineKind, String)>
         })
         .collect()
 }
+
+/// The Devices view's configuration columns, per interface.
+pub fn device_info(topo: &HostTopology) -> BTreeMap<String, super::app::DevTopo> {
+    topo.nics
+        .iter()
+        .map(|nic| {
+            let xdp = match nic.xdp {
+                crate::topology::XdpMode::Unknown => "?",
+                crate::topology::XdpMode::None => "none",
+                crate::topology::XdpMode::Native => "native",
+                crate::topology::XdpMode::Generic => "generic",
+                crate::topology::XdpMode::Offload => "offload",
+            };
+            let rps = nic.rps_cpus();
+            let irqs: Vec<String> = nic
+                .irqs
+                .iter()
+                .map(|&n| match topo.irq(n) {
+                    Some(i) => format!("{n}→{}", i.lands_on()),
+                    None => n.to_string(),
+                })
+                .collect();
+            let info = super::app::DevTopo {
+                xdp: xdp.to_string(),
+                rps: if rps.is_empty() {
+                    "-".into()
+                } else {
+                    rps.to_list()
+                },
+                irqs: if irqs.is_empty() {
+                    "-".into()
+                } else {
+                    irqs.join(" ")
+                },
+            };
+            (nic.name.clone(), info)
+        })
+        .collect()
+}
