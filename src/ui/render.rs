@@ -802,17 +802,43 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         ("CPUS", 12, false),
         ("XDP", 7, false),
         ("RPS", 8, false),
-        ("QUEUE IRQ→CPUS", 30, false),
+        ("QUEUE IRQ→CPUS", 16, false),
     ];
-    let header = Row::new(
-        COLS.iter()
-            .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r))),
-    )
-    .style(s.header());
+    /// Dropped in this order until the table fits: transmit rates first
+    /// (this view is about receive work), then configuration detail that
+    /// the Topology view also shows.
+    const DROP_ORDER: [usize; 6] = [4, 3, 12, 2, 13, 11];
     let last = COLS.len() - 1;
+    let mut keep = [true; 14];
+    let need = |keep: &[bool; 14]| -> usize {
+        let kept = COLS.iter().zip(keep).filter(|(_, k)| **k);
+        kept.clone().map(|(c, _)| c.1 as usize).sum::<usize>() + kept.count().saturating_sub(1)
+    };
+    for i in DROP_ORDER {
+        if need(&keep) <= area.width as usize {
+            break;
+        }
+        keep[i] = false;
+    }
+    let kept = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        let mut cells = cells;
+        cells.resize(COLS.len(), Cell::from(""));
+        cells
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(c, k)| k.then_some(c))
+            .collect()
+    };
+    let header = Row::new(kept(
+        COLS.iter()
+            .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r)))
+            .collect(),
+    ))
+    .style(s.header());
     let widths: Vec<Constraint> = COLS
         .iter()
         .enumerate()
+        .filter(|(i, _)| keep[*i])
         .map(|(i, c)| {
             if i == last {
                 Constraint::Min(c.1)
@@ -844,7 +870,7 @@ fn draw_devices(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                 }
                 DevRow::Napi(j) => napi_cells(frame, s, *j, &w),
             };
-            let row = Row::new(cells);
+            let row = Row::new(kept(cells));
             if i == pos.selected {
                 row.style(s.selected())
             } else {
