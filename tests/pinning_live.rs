@@ -160,6 +160,29 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
         "{rps_f:?}"
     );
 
+    // Record the misconfigured host, then fix it: the recording must still
+    // be linted as recorded (the evidence that survives the incident).
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("pin.zst");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &nsb, env!("CARGO_BIN_EXE_nettop")])
+        .args([
+            "--record",
+            rec.to_str().unwrap(),
+            "--no-bpf",
+            "-d",
+            "0.2",
+            "-n",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nettop --record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     sh(&[
         "ip",
         "netns",
@@ -170,6 +193,25 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
         &format!("echo 0 > {rps}"),
     ])
     .unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_nettop"))
+        .args(["--pinning-check", "--format", "json", "--replay"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "replayed lint should fail on the recorded warning: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = findings_for(&replayed, victim);
+    assert!(
+        f.iter().any(|f| f["rule"] == "NT003" && f["cpus"] == "1"),
+        "recording lost the RPS finding: {replayed:#}"
+    );
+
     let r = check(&nsb);
     assert!(
         findings_for(&r, victim).is_empty(),

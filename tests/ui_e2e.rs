@@ -255,6 +255,35 @@ fn sigterm_and_sighup_restore_the_terminal() {
     }
 }
 
+/// The terminal disappears under a running nettop (ssh drops, tmux server
+/// killed): it must exit, not spin on a dead tty.
+#[test]
+fn vanished_terminal_ends_nettop() {
+    let Some(t) = Tmux::start("gone", &format!("{BIN} --no-bpf -d 0.5"), 100, 24) else {
+        return skipped("tmux not installed");
+    };
+    t.wait_text("COMMAND");
+    let pid = t.nettop_pid();
+    let _ = t.tmux(&["kill-server"]);
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .is_some_and(|zombie| !zombie)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if alive() {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        panic!("nettop (pid {pid}) still running 5 s after its terminal vanished");
+    }
+}
+
 #[test]
 fn startup_errors_are_printed_plainly() {
     let Some(t) = Tmux::start(

@@ -314,24 +314,76 @@ pub fn render_json(r: &Report) -> String {
 /// Reads a saved [`HostTopology`] (JSON) to lint a configuration recorded
 /// elsewhere.
 pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
-            "{}: not a saved nettop topology (JSON HostTopology): {e}",
+            "{}: neither a nettop recording nor a saved topology (JSON HostTopology): {e}",
             path.display()
         )
     })
 }
 
+/// The configuration and measurements of a `nettop --record` file: the
+/// newest topology it holds, and as evidence each thread's stolen share
+/// averaged over every recorded interval (a recording is the incident's
+/// evidence; one interval could be the quiet one).
+pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Evidence)> {
+    let rec = crate::record::Recording::open(path)?;
+    let blob = rec.topology()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: the recording holds no topology (written by a nettop without it, or the \
+             topology could not be read while recording); run --pinning-check on the recorded host",
+            path.display()
+        )
+    })?;
+    let mut topo: HostTopology = serde_json::from_slice(&blob).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: topology record is not a topology this nettop reads: {e}",
+            path.display()
+        )
+    })?;
+    topo.source = format!(
+        "recording {} (host {})",
+        path.display(),
+        rec.host().hostname
+    );
+    let mut sum: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
+    let mut prev = None;
+    for i in 0..rec.len() {
+        let Ok(cur) = rec.get(i) else {
+            prev = None;
+            continue;
+        };
+        if let Some(p) = &prev {
+            let f = crate::model::compute(rec.host(), p, &cur);
+            for t in &f.threads {
+                let e = sum.entry(t.tid).or_default();
+                e.0 += t.stolen_pct;
+                e.1 += 1;
+            }
+        }
+        prev = Some(cur);
+    }
+    let stolen_pct = sum
+        .into_iter()
+        .map(|(tid, (s, n))| (tid, s / f64::from(n.max(1))))
+        .collect();
+    Ok((topo, Evidence { stolen_pct }))
+}
+
 /// `nettop --pinning-check`: 0 clean, 1 findings at/above `--fail-on`;
-/// errors propagate and main exits 2.
+/// errors propagate and main exits 2. With `--replay`, a recording (its
+/// topology and measured stolen time) or a saved topology JSON.
 pub fn run_check(cli: &Cli) -> anyhow::Result<u8> {
-    let topo = match &cli.replay {
-        Some(file) => load_saved(file)?,
-        None => topology::load(&LoadOptions::from_cli(cli))?,
+    let (topo, evidence) = match &cli.replay {
+        Some(file) if crate::record::is_recording(file) => load_recorded(file)?,
+        Some(file) => (load_saved(file)?, Evidence::default()),
+        None => (
+            topology::load(&LoadOptions::from_cli(cli))?,
+            Evidence::default(),
+        ),
     };
-    let report = check(&topo, &Evidence::default());
+    let report = check(&topo, &evidence);
     let out = match cli.format {
         Format::Text => render_text(&report),
         Format::Json => render_json(&report) + "\n",

@@ -36,13 +36,13 @@ pub const MAX_PAYLOAD: u32 = 64 << 20;
 pub const TYPE_META: u8 = 0x01;
 pub const TYPE_SAMPLE: u8 = 0x02;
 pub const TYPE_END: u8 = 0x03;
-/// Reserved for a recorded hwloc topology (XML), for `--pinning-check --replay`.
+/// The host's configuration (`HostTopology` as JSON) for `--pinning-check --replay`.
 pub const TYPE_TOPOLOGY: u8 = 0x04;
 pub const TYPE_CRITICAL: u8 = 0x80;
 
 pub const ENC_JSON: u8 = 0;
 pub const ENC_ZSTD_JSON: u8 = 1;
-/// Raw bytes (topology XML), optionally zstd.
+/// Opaque bytes (the topology JSON), optionally zstd.
 pub const ENC_BYTES: u8 = 2;
 pub const ENC_ZSTD_BYTES: u8 = 3;
 

@@ -21,6 +21,16 @@ pub use format::Meta;
 pub use reader::{Recording, Warning, WarningKind};
 pub use writer::Writer;
 
+/// Whether `path` starts with the recording magic (so a saved topology JSON
+/// or a garbage file is told apart before choosing how to read it).
+pub fn is_recording(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == format::MAGIC)
+}
+
 use crate::cli::Cli;
 use crate::model::raw::{HostInfo, RawSample};
 
@@ -32,6 +42,13 @@ pub const MAX_ROTATED: u32 = 4;
 pub trait SampleSource {
     fn host(&self) -> &HostInfo;
     fn sample(&mut self) -> anyhow::Result<RawSample>;
+    /// The host's configuration for `--pinning-check --replay`: a
+    /// [`crate::topology::HostTopology`] as JSON, stored at the start of every
+    /// file part. `None` when the source has none (fixtures, or the topology
+    /// could not be read: the recording is still worth having).
+    fn topology(&mut self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// When to stop and how to write.
@@ -171,6 +188,10 @@ pub fn record_loop(
         part: 0,
     };
     w.write_meta(&meta)?;
+    let topology = src.topology();
+    if let Some(t) = &topology {
+        w.write_topology(t)?;
+    }
     let mut total = RecordSummary::default();
     let mut last: Option<RawSample> = None;
     let mut k: u64 = 0;
@@ -196,6 +217,9 @@ pub fn record_loop(
             meta.part += 1;
             meta.created_unix_ms = writer::now_unix_ms();
             w.write_meta(&meta)?;
+            if let Some(t) = &topology {
+                w.write_topology(t)?;
+            }
             // Each file stands alone: repeat the previous snapshot so the
             // first interval of the new file can be computed.
             if let Some(prev) = &last {
@@ -327,7 +351,7 @@ pub fn run_record(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-struct Live(crate::collector::Collector);
+struct Live(crate::collector::Collector, crate::topology::LoadOptions);
 
 impl SampleSource for Live {
     fn host(&self) -> &HostInfo {
@@ -335,6 +359,19 @@ impl SampleSource for Live {
     }
     fn sample(&mut self) -> anyhow::Result<RawSample> {
         self.0.sample()
+    }
+    fn topology(&mut self) -> Option<Vec<u8>> {
+        let loaded = crate::topology::load(&self.1)
+            .and_then(|t| serde_json::to_vec(&t).map_err(anyhow::Error::from));
+        match loaded {
+            Ok(json) => Some(json),
+            Err(e) => {
+                eprintln!(
+                    "nettop: warning: recording without topology (--pinning-check --replay will not work on it): {e:#}"
+                );
+                None
+            }
+        }
     }
 }
 
@@ -346,5 +383,8 @@ pub fn live_source(cli: &Cli) -> anyhow::Result<Box<dyn SampleSource>> {
         pids: cli.pids.clone(),
         bpf_stats: cli.bpf_stats,
     })?;
-    Ok(Box::new(Live(c)))
+    Ok(Box::new(Live(
+        c,
+        crate::topology::LoadOptions::from_cli(cli),
+    )))
 }

@@ -415,7 +415,8 @@ impl Recording {
         })
     }
 
-    /// The recorded topology blob (hwloc XML), if the recorder stored one.
+    /// The newest recorded topology blob (`HostTopology` JSON), if the
+    /// recorder stored one.
     pub fn topology(&self) -> anyhow::Result<Option<Vec<u8>>> {
         let Some(e) = self.topology else {
             return Ok(None);

@@ -130,7 +130,7 @@ impl Writer {
         self.write_record(&rec)
     }
 
-    /// Stores an opaque topology blob (hwloc XML) for `--pinning-check --replay`.
+    /// Stores the topology blob (`HostTopology` JSON) for `--pinning-check --replay`.
     pub fn write_topology(&mut self, xml: &[u8]) -> anyhow::Result<u64> {
         let (enc, body) = if self.compressed {
             let z = zstd::bulk::compress(xml, ZSTD_LEVEL).context("zstd compression")?;

@@ -103,6 +103,7 @@ fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u8> {
     ] {
         signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
     }
+    spawn_watchdog(Arc::clone(&signal));
     let (guard, mut term) = term::TermGuard::enter()?;
     let size = term.size()?;
     app.resize(size.width, size.height);
@@ -111,6 +112,50 @@ fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u8> {
     drop(term);
     drop(guard);
     result
+}
+
+/// How long the event loop gets to notice a signal and unwind on its own.
+const SIGNAL_GRACE: Duration = Duration::from_millis(1500);
+
+/// Makes SIGTERM/SIGHUP and a vanished terminal end nettop even when the
+/// event loop cannot notice them. On a hung-up terminal, crossterm's reader
+/// spins inside `event::poll` (`read()` returns 0 forever, measured at 75 %
+/// of a CPU), so the loop never gets back to the signal flag; and a terminal
+/// can disappear without SIGHUP reaching us (another process group in the
+/// foreground). After [`SIGNAL_GRACE`] this thread restores the terminal as
+/// far as it still exists and exits with 128+signal. Exiting without
+/// unwinding is safe for kernel state: BPF links and the bpf_stats handle
+/// are file descriptors the kernel releases with the process.
+fn spawn_watchdog(signal: Arc<AtomicUsize>) {
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let mut sig = signal.load(Ordering::Relaxed);
+            if sig == 0 && terminal_hung_up() {
+                sig = signal_hook::consts::SIGHUP as usize;
+                signal.store(sig, Ordering::Relaxed);
+            }
+            if sig != 0 {
+                std::thread::sleep(SIGNAL_GRACE);
+                term::restore();
+                std::process::exit(128 + sig as i32);
+            }
+        }
+    });
+}
+
+/// `true` once the controlling terminal on stdin has hung up (its pty
+/// master closed): poll reports POLLHUP/POLLERR/POLLNVAL.
+fn terminal_hung_up() -> bool {
+    let mut pfd = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid pollfd that outlives the call; timeout 0
+    // makes poll return at once without blocking.
+    let rc = unsafe { libc::poll(&mut pfd, 1, 0) };
+    rc > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
