@@ -67,7 +67,7 @@ impl Tmux {
 
     fn literal(&self, text: &str) {
         assert!(
-            self.tmux(&["send-keys", "-t", "e2e", "-l", text])
+            self.tmux(&["send-keys", "-t", "e2e", "-l", "--", text])
                 .status
                 .success()
         );
@@ -375,6 +375,15 @@ fn replay_steps_plays_and_quits() {
     // Play runs to the end and stops there.
     t.keys(&["Space"]);
     t.wait_text("REPLAY 3/3 paused");
+    // Jump to a time before the recording: the first frame.
+    t.keys(&["T"]);
+    t.wait_text("Go to time");
+    t.literal("-10m");
+    t.keys(&["Enter"]);
+    t.wait_text("REPLAY 1/3 paused");
+    // The recorded configuration, linted, in the Pinning view.
+    t.keys(&["5"]);
+    t.wait_text("nettop pinning check");
     t.keys(&["q"]);
     t.assert_restored(0);
 }

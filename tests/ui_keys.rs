@@ -359,3 +359,51 @@ fn replay_keys_seek_within_bounds() {
     assert!(a.replay.unwrap().playing);
     assert!(!a.paused);
 }
+
+#[test]
+fn replay_jump_to_time_prompt() {
+    let mut a = app(30);
+    // Outside replay `T` opens nothing.
+    assert_eq!(key(&mut a, KeyCode::Char('T')), Action::None);
+    assert_eq!(a.mode, Mode::Normal);
+    a.set_replay(5, 20, false);
+    let now = a.frame.as_ref().unwrap().unix_ms;
+    key(&mut a, KeyCode::Char('T'));
+    ch(&mut a, "+90s");
+    assert_eq!(a.mode, Mode::Goto("+90s".into()));
+    assert_eq!(key(&mut a, KeyCode::Enter), Action::SeekTime(now + 90_000));
+    assert_eq!(a.mode, Mode::Normal);
+    // Garbage is refused with a message, nothing is sent.
+    key(&mut a, KeyCode::Char('T'));
+    ch(&mut a, "7pm");
+    assert_eq!(key(&mut a, KeyCode::Enter), Action::None);
+    assert!(a.message.as_deref().unwrap_or("").contains("HH:MM"));
+    // Esc cancels.
+    key(&mut a, KeyCode::Char('T'));
+    ch(&mut a, "12:00");
+    assert_eq!(key(&mut a, KeyCode::Esc), Action::None);
+    assert_eq!(a.mode, Mode::Normal);
+}
+
+#[test]
+fn goto_times_parse() {
+    use nettop::ui::app::parse_goto;
+    // 2026-11-22 13:59:19.500 UTC
+    let now = 1_795_355_959_500;
+    let day = now / 86_400_000 * 86_400_000;
+    assert_eq!(
+        parse_goto("12:30", now),
+        Ok(day + (12 * 3600 + 30 * 60) * 1000)
+    );
+    assert_eq!(parse_goto("00:00:05", now), Ok(day + 5_000));
+    assert_eq!(parse_goto("-10m", now), Ok(now - 600_000));
+    assert_eq!(parse_goto("+1h", now), Ok(now + 3_600_000));
+    assert_eq!(parse_goto("+1.5", now), Ok(now + 1_500));
+    assert_eq!(
+        parse_goto("-99999h", now),
+        Ok(now.saturating_sub(99_999 * 3_600_000))
+    );
+    for bad in ["", "24:00", "12:60", "1:2:3:4", "+", "+5d", "noon", "-x"] {
+        assert!(parse_goto(bad, now).is_err(), "{bad} accepted");
+    }
+}

@@ -323,10 +323,15 @@ pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
     })
 }
 
+/// Recorded intervals averaged into [`Evidence`]: the last ten minutes at
+/// the default 1 s interval, so a day-long recording still lints in ~0.1 s.
+pub const RECORDED_EVIDENCE_FRAMES: usize = 600;
+
 /// The configuration and measurements of a `nettop --record` file: the
 /// newest topology it holds, and as evidence each thread's stolen share
-/// averaged over every recorded interval (a recording is the incident's
-/// evidence; one interval could be the quiet one).
+/// averaged over the last [`RECORDED_EVIDENCE_FRAMES`] intervals (a
+/// recording is the incident's evidence; one interval could be the quiet
+/// one).
 pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Evidence)> {
     let rec = crate::record::Recording::open(path)?;
     let blob = rec.topology()?.ok_or_else(|| {
@@ -349,7 +354,7 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
     );
     let mut sum: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
     let mut prev = None;
-    for i in 0..rec.len() {
+    for i in rec.len().saturating_sub(RECORDED_EVIDENCE_FRAMES + 1)..rec.len() {
         let Ok(cur) = rec.get(i) else {
             prev = None;
             continue;

@@ -223,6 +223,8 @@ pub enum Mode {
     Help,
     Filter(String),
     Delay(String),
+    /// Replay: time to jump to, as typed.
+    Goto(String),
     /// Sort picker with the highlighted column index.
     SortPicker(usize),
 }
@@ -236,6 +238,8 @@ pub enum Action {
     SetDelay(f64),
     /// Replay: show sample index.
     Seek(usize),
+    /// Replay: show the frame ending at or before this time (unix ms).
+    SeekTime(u64),
 }
 
 /// Replay position; `None` in live mode.
@@ -516,6 +520,7 @@ impl App {
                 Action::None
             }
             Mode::Delay(buf) => self.key_delay(k, buf),
+            Mode::Goto(buf) => self.key_goto(k, buf),
             Mode::SortPicker(i) => {
                 self.key_picker(k, i);
                 Action::None
@@ -536,6 +541,7 @@ impl App {
             }
             KeyCode::Char('p') | KeyCode::Char(' ') => return self.toggle_pause(),
             KeyCode::Char('d') => self.mode = Mode::Delay(String::new()),
+            KeyCode::Char('T') if self.replay.is_some() => self.mode = Mode::Goto(String::new()),
             KeyCode::Up | KeyCode::Char('k') => self.move_by(view, -1),
             KeyCode::Down | KeyCode::Char('j') => self.move_by(view, 1),
             KeyCode::PageUp => self.move_by(view, -(self.viewport(view) as isize)),
@@ -624,6 +630,29 @@ impl App {
                 self.mode = Mode::Delay(buf);
             }
             _ => self.mode = Mode::Delay(buf),
+        }
+        Action::None
+    }
+
+    fn key_goto(&mut self, k: KeyEvent, mut buf: String) -> Action {
+        match k.code {
+            KeyCode::Enter => {
+                let now = self.frame.as_ref().map_or(0, |f| f.unix_ms);
+                match parse_goto(buf.trim(), now) {
+                    Ok(t) => return Action::SeekTime(t),
+                    Err(e) => self.message = Some(e),
+                }
+            }
+            KeyCode::Esc => {}
+            KeyCode::Backspace => {
+                buf.pop();
+                self.mode = Mode::Goto(buf);
+            }
+            KeyCode::Char(c) if c.is_ascii_alphanumeric() || ":+-.".contains(c) => {
+                buf.push(c);
+                self.mode = Mode::Goto(buf);
+            }
+            _ => self.mode = Mode::Goto(buf),
         }
         Action::None
     }
@@ -1114,6 +1143,55 @@ pub const KEYS: &[(&str, &str)] = &[
     ("d", "set delay in seconds"),
     ("[ ]", "replay: previous / next sample"),
     ("{ }", "replay: jump 10 samples"),
+    ("T", "replay: go to a time (HH:MM[:SS] UTC, or +30s -10m +1h)"),
     ("?", "this help (any key closes)"),
     ("q / Ctrl-C", "quit (nettop never kills anything)"),
 ];
+
+/// A replay jump target: `HH:MM[:SS]` (UTC, as the header shows times) on
+/// the day of the frame on screen, or an offset from it: `+90s`, `-10m`,
+/// `+1h` (a bare number is seconds). Returns unix milliseconds.
+pub fn parse_goto(s: &str, now_unix_ms: u64) -> Result<u64, String> {
+    let bad = || format!("'{s}': go to HH:MM[:SS] (UTC) or an offset like +30s, -10m, +1h");
+    if s.is_empty() {
+        return Err(bad());
+    }
+    if let Some(sign @ ('+' | '-')) = s.chars().next() {
+        let body = &s[1..];
+        let (num, unit) = match body.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+            Some((i, _)) => (&body[..i], &body[i..]),
+            None => (body, "s"),
+        };
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        let mult = match unit {
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        let ms = (v * mult * 1000.0).round();
+        if !ms.is_finite() || ms < 0.0 {
+            return Err(bad());
+        }
+        let ms = ms as u64;
+        return Ok(if sign == '+' {
+            now_unix_ms.saturating_add(ms)
+        } else {
+            now_unix_ms.saturating_sub(ms)
+        });
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(bad());
+    }
+    let mut v = [0u64; 3];
+    for (slot, p) in v.iter_mut().zip(&parts) {
+        *slot = p.parse().map_err(|_| bad())?;
+    }
+    let [h, m, sec] = v;
+    if h > 23 || m > 59 || sec > 59 {
+        return Err(bad());
+    }
+    let day = now_unix_ms / 86_400_000 * 86_400_000;
+    Ok(day + (h * 3600 + m * 60 + sec) * 1000)
+}

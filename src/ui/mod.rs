@@ -52,6 +52,7 @@ pub(crate) enum Msg {
 pub(crate) enum Cmd {
     SetDelay(f64),
     Seek(usize),
+    SeekTime(u64),
     Play(bool),
     Quit,
 }
@@ -228,6 +229,9 @@ fn event_loop(
                 }
                 Action::Seek(i) => {
                     let _ = tx.send(Cmd::Seek(i));
+                }
+                Action::SeekTime(t) => {
+                    let _ = tx.send(Cmd::SeekTime(t));
                 }
                 Action::None => {}
             }

@@ -278,6 +278,15 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
                 Span::raw(format!("{buf}_")),
             ]);
         }
+        Mode::Goto(buf) => {
+            return Line::from(vec![
+                Span::styled(
+                    "Go to time (HH:MM[:SS] UTC, or +30s -10m +1h; Enter jumps, Esc cancels): ",
+                    s.accent(),
+                ),
+                Span::raw(format!("{buf}_")),
+            ]);
+        }
         _ => {}
     }
     let mut spans = Vec::new();

@@ -42,6 +42,9 @@ pub(crate) fn parse_passwd(text: &str) -> HashMap<u32, String> {
 pub(crate) trait FrameSource {
     fn len(&self) -> usize;
     fn frame(&mut self, i: usize) -> anyhow::Result<Frame>;
+    /// Index of the frame ending at or before `unix_ms` (the first frame
+    /// when the time is earlier); `None` when frames carry no times.
+    fn index_at(&self, unix_ms: u64) -> Option<usize>;
 }
 
 /// The replay cursor: seek, step and play at `delay`, on its own thread so
@@ -78,6 +81,21 @@ pub(crate) fn replay_loop<S: FrameSource>(
         };
         match rx.recv_timeout(wait) {
             Ok(Cmd::Seek(i)) => {
+                index = i.min(len.saturating_sub(1));
+                if !send(&mut src, index, playing) {
+                    return;
+                }
+            }
+            Ok(Cmd::SeekTime(t)) => {
+                let Some(i) = src.index_at(t) else {
+                    if tx
+                        .send(Msg::Warn("this recording has no sample times".into()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                    continue;
+                };
                 index = i.min(len.saturating_sub(1));
                 if !send(&mut src, index, playing) {
                     return;
@@ -245,6 +263,10 @@ impl FrameSource for RecordingFrames {
         let cur = self.0.get(i + 1)?;
         Ok(crate::model::compute(self.0.host(), &prev, &cur))
     }
+    fn index_at(&self, unix_ms: u64) -> Option<usize> {
+        // Frame i ends at sample i + 1.
+        Some(self.0.index_at(unix_ms).unwrap_or(0).saturating_sub(1))
+    }
 }
 
 fn local_hostname() -> Option<String> {
@@ -279,14 +301,35 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
     let _ = tx.send(Msg::Extras(Extras {
         topology: Some(vec![(
             LineKind::Note,
-            "Replay: the live topology of this machine is not the recorded host's; see --pinning-check on the recording host.".into(),
+            "Replay: reading the recorded topology…".into(),
         )]),
-        pinning: Some(vec![(
-            LineKind::Note,
-            "Replay: pinning findings are not recorded.".into(),
-        )]),
+        pinning: None,
         devices: None,
     }));
+    // The recorded configuration, linted with the recorded stolen time, off
+    // the UI thread (it decodes up to RECORDED_EVIDENCE_FRAMES samples).
+    let path = file.to_path_buf();
+    let extras_tx = tx.clone();
+    std::thread::spawn(move || {
+        let extras = match crate::pinning::load_recorded(&path) {
+            Ok((topo, ev)) => Extras {
+                devices: Some(super::topo_view::device_info(&topo)),
+                topology: Some(super::topo_view::lines(&topo)),
+                pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
+                    &topo, &ev,
+                ))),
+            },
+            Err(e) => {
+                let l = vec![(LineKind::Note, format!("Replay: {e:#}"))];
+                Extras {
+                    topology: Some(l.clone()),
+                    pinning: Some(l),
+                    devices: None,
+                }
+            }
+        };
+        let _ = extras_tx.send(Msg::Extras(extras));
+    });
     let delay = cli.delay;
     std::thread::spawn(move || replay_loop(RecordingFrames(rec), delay, crx, tx));
     Ok((rx, ctx))
@@ -307,6 +350,10 @@ mod tests {
                 .get(i)
                 .cloned()
                 .ok_or_else(|| anyhow::anyhow!("no sample {i}"))
+        }
+        fn index_at(&self, unix_ms: u64) -> Option<usize> {
+            let n = self.0.partition_point(|f| f.unix_ms <= unix_ms);
+            Some(n.saturating_sub(1))
         }
     }
 
@@ -335,6 +382,32 @@ mod tests {
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, true));
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, true));
         // At the end playback stops by itself.
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
+        ctx.send(Cmd::Quit).unwrap();
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn replay_cursor_jumps_to_a_time() {
+        let frames: Vec<Frame> = (0..4u64)
+            .map(|i| {
+                let mut f = fixtures::busy_host();
+                f.unix_ms = 1_000_000 + i * 1000;
+                f
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        let (ctx, crx) = mpsc::channel();
+        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, crx, tx));
+        let t = Duration::from_secs(5);
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        // Between two frames: the one ending before.
+        ctx.send(Cmd::SeekTime(1_002_500)).unwrap();
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, false));
+        // Before the start and after the end: clamp.
+        ctx.send(Cmd::SeekTime(5)).unwrap();
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        ctx.send(Cmd::SeekTime(9_999_999)).unwrap();
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
         ctx.send(Cmd::Quit).unwrap();
         h.join().unwrap();
