@@ -1143,7 +1143,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("d", "set delay in seconds"),
     ("[ ]", "replay: previous / next sample"),
     ("{ }", "replay: jump 10 samples"),
-    ("T", "replay: go to a time (HH:MM[:SS] UTC, or +30s -10m +1h)"),
+    ("T", "replay: go to a time (14:05 UTC, +30s, -10m)"),
     ("?", "this help (any key closes)"),
     ("q / Ctrl-C", "quit (nettop never kills anything)"),
 ];
