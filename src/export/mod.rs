@@ -219,15 +219,16 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
 /// Walks a recording's samples in order, handing each readable one to `f`
 /// with the previous readable one. Unreadable samples are reported and
 /// skipped (the next interval then spans the gap). Returns the number of
-/// unreadable samples.
+/// unreadable samples. `from` is the first sample read (0: all of them).
 pub fn for_each_pair(
     rec: &Recording,
+    from: usize,
     mut f: impl FnMut(Option<&RawSample>, &RawSample) -> anyhow::Result<()>,
     warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<u64> {
     let mut prev: Option<RawSample> = None;
     let mut bad = 0;
-    for i in 0..rec.len() {
+    for i in from..rec.len() {
         match rec.get(i) {
             Ok(cur) => {
                 f(prev.as_ref(), &cur)?;
@@ -242,15 +243,18 @@ pub fn for_each_pair(
     Ok(bad)
 }
 
-/// Frames of a recording, as `--export json` prints them (one per line).
+/// Frames of a recording from sample `from` on, as `--export json` prints
+/// them (one per line).
 pub fn frames(
     host: &HostInfo,
     rec: &Recording,
+    from: usize,
     mut f: impl FnMut(Frame) -> anyhow::Result<()>,
     warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<u64> {
     for_each_pair(
         rec,
+        from,
         |prev, cur| match prev {
             Some(p) if cur.mono_ns > p.mono_ns => f(crate::model::compute(host, p, cur)),
             _ => Ok(()),
@@ -286,6 +290,7 @@ pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Re
         ExportFormat::Json => frames(
             &host,
             &rec,
+            0,
             |fr| {
                 serde_json::to_writer(&mut out, &fr)?;
                 out.write_all(b"\n")?;
@@ -298,6 +303,7 @@ pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Re
             frames(
                 &host,
                 &rec,
+                0,
                 |fr| {
                     out.write_all(csv_rows(&fr, cli.threads, cli.rows).as_bytes())?;
                     Ok(())
@@ -310,6 +316,7 @@ pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Re
             let mut series = openmetrics::Series::default();
             let bad = for_each_pair(
                 &rec,
+                0,
                 |prev, cur| {
                     series.add(openmetrics::families(&host, prev, cur, &opts), cur.unix_ms);
                     Ok(())

@@ -353,22 +353,23 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
         rec.host().hostname
     );
     let mut sum: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
-    let mut prev = None;
-    for i in rec.len().saturating_sub(RECORDED_EVIDENCE_FRAMES + 1)..rec.len() {
-        let Ok(cur) = rec.get(i) else {
-            prev = None;
-            continue;
-        };
-        if let Some(p) = &prev {
-            let f = crate::model::compute(rec.host(), p, &cur);
+    let from = rec.len().saturating_sub(RECORDED_EVIDENCE_FRAMES + 1);
+    // Damaged samples only thin the evidence; the recording's own warnings
+    // are for --replay to report.
+    crate::export::frames(
+        rec.host(),
+        &rec,
+        from,
+        |f| {
             for t in &f.threads {
                 let e = sum.entry(t.tid).or_default();
                 e.0 += t.stolen_pct;
                 e.1 += 1;
             }
-        }
-        prev = Some(cur);
-    }
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
     let stolen_pct = sum
         .into_iter()
         .map(|(tid, (s, n))| (tid, s / f64::from(n.max(1))))
