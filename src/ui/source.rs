@@ -122,6 +122,31 @@ pub(crate) fn replay_loop<S: FrameSource>(
 /// topology thread so the live pinning lint judges with measurements.
 type SharedEvidence = Arc<Mutex<crate::pinning::Evidence>>;
 
+/// The Devices, Topology and Pinning views' data from one topology, linted
+/// with `evidence` (live or recorded stolen time).
+fn topology_extras(
+    t: &crate::topology::HostTopology,
+    evidence: &crate::pinning::Evidence,
+) -> Extras {
+    Extras {
+        devices: Some(super::topo_view::device_info(t)),
+        topology: Some(super::topo_view::lines(t)),
+        pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
+            t, evidence,
+        ))),
+    }
+}
+
+/// Why the Topology and Pinning views have nothing to show.
+fn note_extras(kind: LineKind, text: String) -> Extras {
+    let l = vec![(kind, text)];
+    Extras {
+        topology: Some(l.clone()),
+        pinning: Some(l),
+        devices: None,
+    }
+}
+
 /// Loads the topology now and every [`TOPOLOGY_REFRESH`], sending the
 /// Topology and Pinning views' lines. Failures become a note in the views.
 fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>) {
@@ -134,22 +159,9 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
                         .as_ref()
                         .and_then(|e| e.lock().ok().map(|g| g.clone()))
                         .unwrap_or_default();
-                    Extras {
-                        devices: Some(super::topo_view::device_info(&t)),
-                        topology: Some(super::topo_view::lines(&t)),
-                        pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
-                            &t, &ev,
-                        ))),
-                    }
+                    topology_extras(&t, &ev)
                 }
-                Err(e) => {
-                    let l = vec![(LineKind::Warn, format!("topology unavailable: {e:#}"))];
-                    Extras {
-                        topology: Some(l.clone()),
-                        pinning: Some(l),
-                        devices: None,
-                    }
-                }
+                Err(e) => note_extras(LineKind::Warn, format!("topology unavailable: {e:#}")),
             };
             if tx.send(Msg::Extras(extras)).is_err() {
                 return;
@@ -312,21 +324,8 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
     let extras_tx = tx.clone();
     std::thread::spawn(move || {
         let extras = match crate::pinning::load_recorded(&path) {
-            Ok((topo, ev)) => Extras {
-                devices: Some(super::topo_view::device_info(&topo)),
-                topology: Some(super::topo_view::lines(&topo)),
-                pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
-                    &topo, &ev,
-                ))),
-            },
-            Err(e) => {
-                let l = vec![(LineKind::Note, format!("Replay: {e:#}"))];
-                Extras {
-                    topology: Some(l.clone()),
-                    pinning: Some(l),
-                    devices: None,
-                }
-            }
+            Ok((topo, ev)) => topology_extras(&topo, &ev),
+            Err(e) => note_extras(LineKind::Note, format!("Replay: {e:#}")),
         };
         let _ = extras_tx.send(Msg::Extras(extras));
     });
