@@ -126,6 +126,33 @@ struct {
 	__type(value, struct nt_task);
 } tasks SEC(".maps");
 
+/* Interrupt accounting of a process's threads that exited, keyed by TGID
+ * (value.start_boottime is the group leader's): the kernel keeps exited
+ * threads' times in signal_struct, and process totals here must match. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct nt_task);
+} exited SEC(".maps");
+
+/* Recently exited threads, keyed by TID: a batch still waiting in another
+ * CPU's slot when its task exited goes to `exited`, not to a new entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct nt_tomb);
+} tombs SEC(".maps");
+
+/* Set by user space before each task sampler pass. */
+__u64 sample_gen = 0;
+/* Interrupt time of exited threads that could not be kept (map full). */
+__u64 exited_lost = 0;
+__u64 exited_lost_ns = 0;
+/* Gives user space the record layout through the skeleton's types. */
+const volatile struct nt_task_rec nt_task_rec_layout = {};
+
 /* napi instances keyed by the napi_struct address (backlog napis of RPS
  * have no device: each CPU's backlog is its own entry). */
 struct {
@@ -176,6 +203,50 @@ static __always_inline void acct_add_atomic(struct nt_acct *dst, const struct nt
 	}
 }
 
+/*
+ * Adds an exited thread's accounting to its process's `exited` record
+ * (created on the first exit; restarted when the TGID now belongs to a
+ * newer process).
+ */
+static __always_inline void exited_add(__u32 tgid, __u64 leader_start, const struct nt_acct *a,
+				       struct nt_task *scratch)
+{
+	struct nt_task *e = bpf_map_lookup_elem(&exited, &tgid);
+
+	if (e && e->start_boottime == leader_start) {
+		acct_add_atomic(&e->acct, a);
+		return;
+	}
+	if (e && e->start_boottime > leader_start)
+		return;
+	/* `scratch` is a record about to be dropped: reuse it as the value. */
+	scratch->start_boottime = leader_start;
+	scratch->tgid = tgid;
+	if (bpf_map_update_elem(&exited, &tgid, scratch, BPF_ANY)) {
+		__sync_fetch_and_add(&exited_lost, 1);
+		__sync_fetch_and_add(&exited_lost_ns, acct_total_ns(a));
+	}
+}
+
+/* A batch of a task that already exited: true when a tomb names it. The
+ * time goes to its process (unless the whole process is gone). `v` is the
+ * slot's record; it is lent as the new value and given back unchanged. */
+static __always_inline bool tomb_claims(__u32 tid, struct nt_task *v)
+{
+	struct nt_tomb *tb = bpf_map_lookup_elem(&tombs, &tid);
+	__u64 start = v->start_boottime;
+	__u32 tgid = v->tgid;
+
+	if (!tb || tb->start_boottime != start)
+		return false;
+	if (!tb->group_dead) {
+		exited_add(tb->tgid, tb->leader_start_boottime, &v->acct, v);
+		v->start_boottime = start;
+		v->tgid = tgid;
+	}
+	return true;
+}
+
 /* Moves a slot's batch into the task hash. Caller holds s->busy. */
 static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
 {
@@ -191,6 +262,9 @@ static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
 	} else if (t && t->start_boottime > s->val.start_boottime) {
 		/* The TID already belongs to a newer task: this batch is from a
 		 * task that exited; its time is no longer anybody's. */
+	} else if (tomb_claims(tid, &s->val)) {
+		/* The task exited after this batch was taken on this CPU: its
+		 * process keeps the time, as the kernel keeps exited threads'. */
 	} else {
 		/* First batch of this task, or the TID was reused by a newer
 		 * task: (re)start the record from this batch. */
@@ -664,5 +738,150 @@ int nettop_flush(void *ctx)
 		return 0;
 	flush_one(&pc->slot[SLOT_HARDIRQ], &pc->stats);
 	flush_one(&pc->slot[SLOT_SOFTIRQ], &pc->stats);
+	return 0;
+}
+
+/* -------------------------------------------------------------- task exit */
+
+/*
+ * A thread's interrupt time must outlive it: the kernel keeps exited
+ * threads' CPU times in signal_struct, and a process's totals here have to
+ * match what top reads from /proc/PID/stat. On exit the thread's record
+ * moves into its process's `exited` record and is deleted, so the task
+ * hash holds only live threads and user space never deletes per thread.
+ */
+static __always_inline void flush_if_task(struct slot *s, struct nt_cpu *cs, __u32 tid)
+{
+	if (s->valid && s->tid == tid)
+		flush_one(s, cs);
+}
+
+static __always_inline int on_task_exit(struct task_struct *p)
+{
+	struct pcpu *pc = get_pcpu();
+	struct nt_tomb tomb = {};
+	struct nt_task *t;
+	__u32 tid, tgid;
+
+	if (!pc)
+		return 0;
+	tid = BPF_CORE_READ(p, pid);
+	tgid = BPF_CORE_READ(p, tgid);
+	if (!tid)
+		return 0;
+	/* This CPU's batches of the thread reach its record first. */
+	flush_if_task(&pc->slot[SLOT_HARDIRQ], &pc->stats, tid);
+	flush_if_task(&pc->slot[SLOT_SOFTIRQ], &pc->stats, tid);
+
+	tomb.start_boottime = BPF_CORE_READ(p, start_boottime);
+	tomb.leader_start_boottime = BPF_CORE_READ(p, group_leader, start_boottime);
+	tomb.tgid = tgid;
+	/* do_exit() has already dropped signal->live for this thread. */
+	tomb.group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	/* Tomb first: from here on a batch another CPU flushes finds it. */
+	bpf_map_update_elem(&tombs, &tid, &tomb, BPF_ANY);
+
+	t = bpf_map_lookup_elem(&tasks, &tid);
+	if (t && t->start_boottime == tomb.start_boottime) {
+		if (!tomb.group_dead)
+			exited_add(tgid, tomb.leader_start_boottime, &t->acct, t);
+		bpf_map_delete_elem(&tasks, &tid);
+	}
+	if (tomb.group_dead)
+		bpf_map_delete_elem(&exited, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_task_exit, struct task_struct *p)
+{
+	return on_task_exit(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_task_exit, struct task_struct *p)
+{
+	return on_task_exit(p);
+}
+
+/* ----------------------------------------------------------- task sampler */
+
+/*
+ * One pass over every task (iter/task, kernel >= 5.8) emits a fixed-size
+ * record per thread with everything the model needs, joined with the
+ * thread's interrupt accounting, so a sample costs one read() loop instead
+ * of three /proc files per thread. Fields are read with CO-RE so older
+ * layouts (task->state before 5.14) load too.
+ */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+struct task_struct___cpu {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+SEC("iter/task")
+int sample_tasks(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct nt_task_rec r = {};
+	struct nt_task *t, *e = NULL;
+	__u32 key;
+
+	if (!task)
+		return 0;
+	r.tid = BPF_CORE_READ(task, pid);
+	r.tgid = BPF_CORE_READ(task, tgid);
+	r.ppid = BPF_CORE_READ(task, real_parent, tgid);
+	r.euid = BPF_CORE_READ(task, cred, euid.val);
+	r.start_boottime = BPF_CORE_READ(task, start_boottime);
+	r.utime = BPF_CORE_READ(task, utime);
+	r.stime = BPF_CORE_READ(task, stime);
+	r.sum_exec_runtime = BPF_CORE_READ(task, se.sum_exec_runtime);
+	r.run_delay = BPF_CORE_READ(task, sched_info.run_delay);
+	r.sig_utime = BPF_CORE_READ(task, signal, utime);
+	r.sig_stime = BPF_CORE_READ(task, signal, stime);
+	r.sig_runtime = BPF_CORE_READ(task, signal, sum_sched_runtime);
+	r.nr_threads = BPF_CORE_READ(task, signal, nr_threads);
+	r.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	if (bpf_core_field_exists(task->__state))
+		r.state = BPF_CORE_READ(task, __state);
+	else
+		r.state = BPF_CORE_READ((struct task_struct___pre514 *)task, state);
+	r.exit_state = BPF_CORE_READ(task, exit_state);
+	r.flags = BPF_CORE_READ(task, flags);
+	if (bpf_core_field_exists(task->thread_info.cpu))
+		r.cpu = BPF_CORE_READ(task, thread_info.cpu);
+	else
+		r.cpu = BPF_CORE_READ((struct task_struct___cpu *)task, cpu);
+	r.nr_cpus_allowed = BPF_CORE_READ(task, nr_cpus_allowed);
+	/* The first 256 CPUs; user space asks the kernel for the rest when a
+	 * larger host has a task pinned (nr_cpus_allowed says so). */
+	bpf_core_read(&r.cpus_mask, sizeof(r.cpus_mask), &task->cpus_mask);
+	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
+
+	key = r.tid;
+	t = bpf_map_lookup_elem(&tasks, &key);
+	if (t && t->start_boottime == r.start_boottime) {
+		r.rec_flags |= NT_REC_ACCT;
+		t->seen_gen = sample_gen;
+	} else {
+		t = NULL;
+	}
+	if (r.tid == r.tgid) {
+		key = r.tgid;
+		e = bpf_map_lookup_elem(&exited, &key);
+		if (e && e->start_boottime == r.start_boottime)
+			r.rec_flags |= NT_REC_EXITED;
+		else
+			e = NULL;
+	}
+	bpf_seq_write(seq, &r, sizeof(r));
+	if (t)
+		bpf_seq_write(seq, &t->acct, sizeof(t->acct));
+	if (e)
+		bpf_seq_write(seq, &e->acct, sizeof(e->acct));
 	return 0;
 }

@@ -217,6 +217,7 @@ fn raw_task(x: &T, cur: bool, bpf: bool) -> RawTask {
                 IrqAcct::default()
             }
         }),
+        ..Default::default()
     }
 }
 
@@ -366,6 +367,7 @@ fn sample(cur: bool, bpf: bool) -> RawSample {
         source: if bpf { Source::Bpf } else { Source::ProcOnly },
         cpus,
         tasks,
+        procs: Vec::new(),
         napi: if !bpf {
             vec![]
         } else if cur {

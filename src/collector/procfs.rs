@@ -221,6 +221,7 @@ fn read_one_task(
         affinity,
         kthread: st.flags & PF_KTHREAD != 0,
         irq: None,
+        ..Default::default()
     })
 }
 

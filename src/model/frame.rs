@@ -155,6 +155,16 @@ pub struct HealthView {
     pub attach_mode: String,
     /// BPF cost over the interval, percent of one CPU, when stats are enabled.
     pub bpf_cpu_pct: Option<f64>,
+    /// Where task figures came from: "iter/task" or "/proc (why)".
+    #[serde(default)]
+    pub task_source: String,
+    /// Exited threads whose interrupt time could not be kept for their
+    /// process in the interval (their process's STOLEN% is low by that).
+    #[serde(default)]
+    pub exited_lost: u64,
+    /// Task sampler records that did not decode in the last pass.
+    #[serde(default)]
+    pub bad_records: u64,
 }
 
 /// Everything a front end shows for one interval.

@@ -13,7 +13,6 @@ use super::{Cmd, Msg};
 use crate::cli::Cli;
 use crate::collector::{Collector, CollectorOptions};
 use crate::model::frame::Frame;
-use crate::sysroot::Sysroot;
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
@@ -195,12 +194,7 @@ const FIRST_INTERVAL: f64 = 0.5;
 /// Starts live collection. Returns only once the collector is up, so its
 /// errors are printed before the terminal is touched.
 pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
-    let opts = CollectorOptions {
-        sysroot: Sysroot::new(&cli.sysroot),
-        no_bpf: cli.no_bpf,
-        pids: cli.pids.clone(),
-        bpf_stats: cli.bpf_stats,
-    };
+    let opts = CollectorOptions::from_cli(cli);
     let passwd = cli.sysroot.join("etc/passwd");
     let mut delay = cli.delay;
     let (tx, rx) = mpsc::channel::<Msg>();
