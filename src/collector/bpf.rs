@@ -220,9 +220,7 @@ impl BpfCollector {
             // The task sampler is optional (iter/task needs 5.8): one
             // program that does not load fails the whole object, so try
             // again without it and say why.
-            let mut sampler_error = opts
-                .no_sampler
-                .then(|| "disabled".to_string());
+            let mut sampler_error = opts.no_sampler.then(|| "disabled".to_string());
             if sampler_error.is_none() {
                 match Self::open_mode(opts, mode, true) {
                     Ok(c) => return Ok(c),
@@ -542,7 +540,8 @@ impl BpfCollector {
             })
             .map(|(tid, _)| tid)
             .collect();
-        let prev: std::collections::HashSet<u32> = std::mem::take(&mut self.stale).into_iter().collect();
+        let prev: std::collections::HashSet<u32> =
+            std::mem::take(&mut self.stale).into_iter().collect();
         let (gone, keep): (Vec<u32>, Vec<u32>) = stale.into_iter().partition(|t| prev.contains(t));
         self.stale = keep;
         if !gone.is_empty() {

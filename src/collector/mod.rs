@@ -94,7 +94,8 @@ impl Collector {
                 if opts.no_task_sampler {
                     "NETTOP_NO_TASK_SAMPLER is set".to_string()
                 } else if nested_pid_namespace() {
-                    "nettop runs in a child PID namespace: the task sampler sees host PIDs".to_string()
+                    "nettop runs in a child PID namespace: the task sampler sees host PIDs"
+                        .to_string()
                 } else {
                     format!("task sampler unavailable: {e}")
                 }
@@ -190,8 +191,9 @@ impl Collector {
             let overflowed = r.health.map_full > self.map_full_seen;
             if overflowed || self.seq % SWEEP_EVERY == SWEEP_EVERY - 1 {
                 self.map_full_seen = r.health.map_full;
-                let live: Option<std::collections::HashSet<u32>> = (!sampled && self.opts.pids.is_empty())
-                    .then(|| tasks.iter().map(|t| t.tid).collect());
+                let live: Option<std::collections::HashSet<u32>> = (!sampled
+                    && self.opts.pids.is_empty())
+                .then(|| tasks.iter().map(|t| t.tid).collect());
                 if sampled || live.is_some() {
                     bpf.sweep(live.as_ref())?;
                 }
@@ -227,7 +229,7 @@ impl Collector {
 /// at least the default, and bounded (each entry is ~0.5 KiB of kernel
 /// memory, preallocated). A full hash is reported in health, never silent.
 fn task_map_size(threads_now: usize) -> u32 {
-    let want = threads_now.saturating_mul(2).max(32_768).min(1 << 20);
+    let want = threads_now.saturating_mul(2).clamp(32_768, 1 << 20);
     u32::try_from(want.next_power_of_two()).unwrap_or(1 << 20)
 }
 

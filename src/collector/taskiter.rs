@@ -147,10 +147,7 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
     let wanted = |tgid: u32| opts.pids.is_empty() || opts.pids.contains(&tgid);
     let mut off = 0usize;
     while off < bytes.len() {
-        let Some(r) = bytes
-            .get(off..)
-            .and_then(from_bytes::<types::nt_task_rec>)
-        else {
+        let Some(r) = bytes.get(off..).and_then(from_bytes::<types::nt_task_rec>) else {
             out.bad_records += 1;
             break;
         };
@@ -228,7 +225,11 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
         .map(|mut a| {
             let (su, ss, sr) = a.sig;
             let rtime = a.runtime.saturating_add(sr);
-            let (u, s) = cputime_adjust(a.utime.saturating_add(su), a.stime.saturating_add(ss), rtime);
+            let (u, s) = cputime_adjust(
+                a.utime.saturating_add(su),
+                a.stime.saturating_add(ss),
+                rtime,
+            );
             a.row.utime_ticks = ticks(u, opts.clk_tck);
             a.row.stime_ticks = ticks(s, opts.clk_tck);
             a.row.on_cpu_ns = rtime;
@@ -251,7 +252,10 @@ mod tests {
         assert_eq!(cputime_adjust(30, 10, 8), (6, 2));
         assert_eq!(cputime_adjust(0, 0, 5), (5, 0));
         assert_eq!(cputime_adjust(0, 7, 5), (0, 5));
-        assert_eq!(cputime_adjust(u64::MAX, u64::MAX, u64::MAX), (u64::MAX - u64::MAX / 2, u64::MAX / 2));
+        assert_eq!(
+            cputime_adjust(u64::MAX, u64::MAX, u64::MAX),
+            (u64::MAX - u64::MAX / 2, u64::MAX / 2)
+        );
     }
 
     #[test]
@@ -284,8 +288,10 @@ mod tests {
     fn bytes_of<T: Copy>(v: &T) -> Vec<u8> {
         // SAFETY: T is a skeleton #[repr(C)] integer-only struct: every byte
         // is initialised and may be viewed as u8.
-        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
-            .to_vec()
+        unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        }
+        .to_vec()
     }
 
     #[test]
@@ -298,11 +304,15 @@ mod tests {
         worker.sig_runtime = 20_000_000;
         worker.sig_utime = 20_000_000;
         worker.rec_flags = REC_ACCT;
-        let mut own = types::nt_acct::default();
-        own.hardirq_ns = 5;
-        own.hardirq_count = 1;
-        let mut gone = types::nt_acct::default();
-        gone.sysvec_ns = 7;
+        let own = types::nt_acct {
+            hardirq_ns: 5,
+            hardirq_count: 1,
+            ..Default::default()
+        };
+        let gone = types::nt_acct {
+            sysvec_ns: 7,
+            ..Default::default()
+        };
         let mut buf = bytes_of(&leader);
         buf.extend(bytes_of(&own));
         buf.extend(bytes_of(&gone));
@@ -320,18 +330,39 @@ mod tests {
         assert_eq!(set.procs.len(), 1);
         let p = &set.procs[0];
         // 40 + 30 live + 20 exited ms = 9 ticks, all user.
-        assert_eq!((p.utime_ticks, p.stime_ticks, p.on_cpu_ns), (9, 0, 90_000_000));
+        assert_eq!(
+            (p.utime_ticks, p.stime_ticks, p.on_cpu_ns),
+            (9, 0, 90_000_000)
+        );
         let irq = p.irq.as_ref().unwrap();
-        assert_eq!((irq.hardirq_ns, irq.hardirq_count, irq.sysvec_ns), (10, 2, 7));
-        assert_eq!((p.nr_threads, p.affinity.as_str(), p.comm.as_str()), (2, "0-1", "x"));
+        assert_eq!(
+            (irq.hardirq_ns, irq.hardirq_count, irq.sysvec_ns),
+            (10, 2, 7)
+        );
+        assert_eq!(
+            (p.nr_threads, p.affinity.as_str(), p.comm.as_str()),
+            (2, "0-1", "x")
+        );
         assert_eq!(set.threads[1].irq.as_ref().unwrap().sysvec_ns, 0);
 
         // Process mode builds no thread rows; a truncated tail is reported.
-        let set = decode(&buf[..buf.len() - 3], &DecodeOptions { threads: false, ..opts });
+        let set = decode(
+            &buf[..buf.len() - 3],
+            &DecodeOptions {
+                threads: false,
+                ..opts
+            },
+        );
         assert!(set.threads.is_empty());
         assert_eq!(set.bad_records, 1);
         // -p filters by process.
-        let set = decode(&buf, &DecodeOptions { pids: &[99], ..opts });
+        let set = decode(
+            &buf,
+            &DecodeOptions {
+                pids: &[99],
+                ..opts
+            },
+        );
         assert!(set.procs.is_empty() && set.threads.is_empty());
     }
 }

@@ -323,7 +323,10 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         )));
         let h = &f.health;
         if h.task_source.starts_with("/proc") {
-            spans.push(Span::styled(format!(" │ tasks {}", h.task_source), note_style));
+            spans.push(Span::styled(
+                format!(" │ tasks {}", h.task_source),
+                note_style,
+            ));
         }
         let dropped = h.map_full
             + h.napi_map_full

@@ -102,6 +102,8 @@ pub(crate) fn replay_loop<S: FrameSource>(
             }
             Ok(Cmd::Play(p)) => playing = p,
             Ok(Cmd::SetDelay(d)) => delay = d,
+            // A recording has the rows it has.
+            Ok(Cmd::ThreadRows(_)) => {}
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) => {
                 if index + 1 < len {
@@ -171,7 +173,12 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
 }
 
 /// Waits `d` for a command; `Err` means the UI has gone.
-fn wait(rx: &Receiver<Cmd>, d: Duration, delay: &mut f64) -> Result<(), ()> {
+fn wait(
+    rx: &Receiver<Cmd>,
+    d: Duration,
+    delay: &mut f64,
+    thread_rows: &mut Option<bool>,
+) -> Result<(), ()> {
     let deadline = std::time::Instant::now() + d;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -179,6 +186,10 @@ fn wait(rx: &Receiver<Cmd>, d: Duration, delay: &mut f64) -> Result<(), ()> {
             Ok(Cmd::SetDelay(v)) => {
                 // A new delay takes effect now rather than after the old one.
                 *delay = v;
+                return Ok(());
+            }
+            Ok(Cmd::ThreadRows(on)) => {
+                *thread_rows = Some(on);
                 return Ok(());
             }
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Err(()),
@@ -222,11 +233,33 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
         let _ = ready_tx.send(Ok(()));
         let _ = data_tx.send(Msg::Users(read_users(&passwd).into_iter().collect()));
         let mut interval = delay.min(FIRST_INTERVAL);
+        let mut thread_rows = None;
         loop {
-            if wait(&crx, Duration::from_secs_f64(interval), &mut delay).is_err() {
+            if wait(
+                &crx,
+                Duration::from_secs_f64(interval),
+                &mut delay,
+                &mut thread_rows,
+            )
+            .is_err()
+            {
                 return;
             }
             interval = delay;
+            if let Some(on) = thread_rows.take() {
+                // Thread rows need a baseline: start a new interval with
+                // them (a short one, so the list fills quickly).
+                col.set_threads(on);
+                match col.sample() {
+                    Ok(s) => prev = s,
+                    Err(e) => {
+                        let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                        return;
+                    }
+                }
+                interval = delay.min(FIRST_INTERVAL);
+                continue;
+            }
             let cur = match col.sample() {
                 Ok(s) => s,
                 Err(e) => {
@@ -237,11 +270,14 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
             let frame = crate::model::compute(col.host(), &prev, &cur);
             prev = cur;
             if let Ok(mut g) = ev.lock() {
-                g.stolen_pct = frame
-                    .threads
-                    .iter()
-                    .map(|t| (t.tid, t.stolen_pct))
-                    .collect();
+                // Per thread when rows exist, else per process (its
+                // leader's TID): single-threaded pinned tasks keep evidence.
+                let rows = if frame.threads.is_empty() {
+                    &frame.processes
+                } else {
+                    &frame.threads
+                };
+                g.stolen_pct = rows.iter().map(|t| (t.tid, t.stolen_pct)).collect();
             }
             if data_tx.send(Msg::Frame(Box::new(frame))).is_err() {
                 return;
