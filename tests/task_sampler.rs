@@ -72,7 +72,7 @@ fn collector() -> Option<Collector> {
     }
 }
 
-fn row<'a>(rows: &'a [TaskView], tid: u32) -> &'a TaskView {
+fn row(rows: &[TaskView], tid: u32) -> &TaskView {
     rows.iter()
         .find(|t| t.tid == tid)
         .unwrap_or_else(|| panic!("task {tid} missing from the frame"))
