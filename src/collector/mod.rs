@@ -76,14 +76,13 @@ impl Collector {
                     opts.sysroot.root().display()
                 );
             }
-            let tasks =
-                procfs::read_tasks(&opts.sysroot, &[]).context("listing ksoftirqd threads")?;
-            let ksoftirqd = procfs::find_ksoftirqd(&tasks).into_iter().collect();
+            let ks = procfs::read_ksoftirqd(&opts.sysroot).context("listing ksoftirqd threads")?;
+            let ksoftirqd = procfs::find_ksoftirqd(&ks).into_iter().collect();
             let pidns = nested_pid_namespace();
             Some(BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
-                max_tasks: Some(task_map_size(tasks.len())),
+                max_tasks: Some(task_map_size(thread_count(&opts.sysroot))),
                 no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()
             })?)
@@ -231,6 +230,16 @@ impl Collector {
 fn task_map_size(threads_now: usize) -> u32 {
     let want = threads_now.saturating_mul(2).clamp(32_768, 1 << 20);
     u32::try_from(want.next_power_of_two()).unwrap_or(1 << 20)
+}
+
+/// Threads on the host now, from /proc/loadavg ("1/2345"): one small read.
+fn thread_count(root: &Sysroot) -> usize {
+    root.read_opt("/proc/loadavg")
+        .and_then(|s| {
+            let field = s.split_ascii_whitespace().nth(3)?;
+            field.split_once('/')?.1.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// True when nettop's PID namespace is not the initial one: the kernel's

@@ -279,6 +279,20 @@ fn ksoftirqd_pids(proc_dir: &Path, all: &[u32], buf: &mut Vec<u8>) -> Vec<u32> {
         .collect()
 }
 
+/// Only the `ksoftirqd/N` threads: one small read per process, never one
+/// per thread, so starting up costs nothing per thread on a busy host.
+pub fn read_ksoftirqd(root: &Sysroot) -> Result<Vec<RawTask>> {
+    let proc_dir = root.proc();
+    let all =
+        numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))?;
+    let mut buf = Vec::with_capacity(2048);
+    let mut out = Vec::new();
+    for pid in ksoftirqd_pids(&proc_dir, &all, &mut buf) {
+        read_process(&proc_dir, pid, root.is_live(), &mut out, &mut buf)?;
+    }
+    Ok(out)
+}
+
 /// Every thread of the given processes (all processes when `pids` is empty),
 /// plus all `ksoftirqd/N` threads, which the per-CPU view always needs.
 pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
