@@ -95,7 +95,7 @@ fn forty_thousand_threads() {
     for i in 0..THREADS {
         match std::thread::Builder::new()
             .stack_size(64 * 1024)
-            .spawn(|| std::thread::park())
+            .spawn(std::thread::park)
         {
             Ok(h) => parked.push(h),
             Err(e) => {
