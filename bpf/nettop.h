@@ -52,13 +52,17 @@ struct nt_tomb {
 };
 
 /*
- * One task as the task sampler (iter/task) emits it. Followed by one
+ * One task as the task sampler (iter/task) emits it (see NT_REC_FULL for
+ * which fields are filled). Followed by one
  * struct nt_acct when NT_REC_ACCT is set (the thread's own interrupt
  * accounting) and one more when NT_REC_EXITED is set (interrupt accounting
  * of the group's threads that exited; only on the group leader's record).
  */
 #define NT_REC_ACCT 1
 #define NT_REC_EXITED 2
+/* Identity and process-wide fields are filled (always with thread rows;
+ * otherwise only on the group leader's record). */
+#define NT_REC_FULL 4
 #define NT_REC_MASK_WORDS 4
 struct nt_task_rec {
 	__u32 tgid;

@@ -504,13 +504,16 @@ impl BpfCollector {
 
     /// One task sampler pass into `buf` (raw records, see
     /// `collector::taskiter`). `false` when there is no sampler.
-    pub fn sample_tasks(&mut self, buf: &mut Vec<u8>) -> Result<bool> {
+    /// With `thread_rows` every record is complete; without, only group
+    /// leaders' are (the others carry just what their process sums).
+    pub fn sample_tasks(&mut self, buf: &mut Vec<u8>, thread_rows: bool) -> Result<bool> {
         let Some(link) = &self.sampler else {
             return Ok(false);
         };
         self.sample_gen += 1;
         if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
             bss.sample_gen = self.sample_gen;
+            bss.thread_rows = u32::from(thread_rows);
         }
         let mut it = libbpf_rs::Iter::new(link).context("starting a task sampler pass")?;
         buf.clear();

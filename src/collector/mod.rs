@@ -137,7 +137,7 @@ impl Collector {
             bpf.flush(&online);
         }
         let sampled = match &mut self.bpf {
-            Some(bpf) => bpf.sample_tasks(&mut self.buf)?,
+            Some(bpf) => bpf.sample_tasks(&mut self.buf, self.opts.threads)?,
             None => false,
         };
         let (mut tasks, procs, bad_records) = if sampled {

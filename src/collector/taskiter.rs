@@ -18,6 +18,7 @@ const PF_KTHREAD: u32 = 0x0020_0000;
 /// `NT_REC_*` in bpf/nettop.h.
 const REC_ACCT: u32 = 1;
 const REC_EXITED: u32 = 2;
+const REC_FULL: u32 = 4;
 
 /// What one pass should produce.
 #[derive(Debug, Clone, Copy)]
@@ -174,15 +175,18 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
         acc.stime = acc.stime.saturating_add(r.stime);
         acc.runtime = acc.runtime.saturating_add(r.sum_exec_runtime);
         acc.row.run_delay_ns = acc.row.run_delay_ns.saturating_add(r.run_delay);
-        acc.sig = (r.sig_utime, r.sig_stime, r.sig_runtime);
         if let Some(a) = &own {
             add_irq(&mut acc.irq, a);
         }
         if let Some(a) = &exited {
             add_irq(&mut acc.irq, a);
         }
+        // Identity and the group's exited-thread times come from a full
+        // record: the leader's, else (leader filtered or gone) any thread's.
         let leader = r.tid == r.tgid;
-        if leader || !acc.have_leader && acc.row.comm.is_empty() {
+        let full = r.rec_flags & REC_FULL != 0;
+        if full && (leader || !acc.have_leader) {
+            acc.sig = (r.sig_utime, r.sig_stime, r.sig_runtime);
             acc.row.tgid = r.tgid;
             acc.row.tid = r.tgid;
             acc.row.start_ticks = ticks(r.start_boottime, opts.clk_tck);
@@ -299,10 +303,9 @@ mod tests {
         let mut leader = rec(10, 10, 40_000_000);
         leader.sig_runtime = 20_000_000;
         leader.sig_utime = 20_000_000;
-        leader.rec_flags = REC_ACCT | REC_EXITED;
+        leader.rec_flags = REC_FULL | REC_ACCT | REC_EXITED;
+        // Process mode: a thread's record carries only what its process sums.
         let mut worker = rec(10, 11, 30_000_000);
-        worker.sig_runtime = 20_000_000;
-        worker.sig_utime = 20_000_000;
         worker.rec_flags = REC_ACCT;
         let own = types::nt_acct {
             hardirq_ns: 5,
