@@ -7,15 +7,14 @@
 //! interval, so one reused buffer and no per-field allocation matter.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 
 use crate::cpuset::CpuSet;
 use crate::model::raw::{CpuTimes, RawCpu, RawDevice, RawTask, Softnet};
-use crate::sysroot::Sysroot;
+use crate::sysroot::{MAX_FILE, Sysroot, read_bounded, read_string_bounded};
 
 /// `PF_KTHREAD` in include/linux/sched.h; `stat` field 9 carries the flags.
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -27,11 +26,10 @@ fn is_vanished(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
 }
 
-/// Reads a whole file into `buf` (cleared first), reusing its allocation.
+/// Reads a whole file into `buf` (cleared first), reusing its allocation,
+/// capped like every read under the sysroot.
 fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    File::open(path)?.read_to_end(buf)?;
-    Ok(())
+    read_bounded(path, buf, MAX_FILE)
 }
 
 /// Numeric entries of a directory (PIDs in /proc, TIDs in task/), ascending.
@@ -305,8 +303,9 @@ pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
 /// columns (old kernels) read as 0. Only online CPUs are listed by the kernel.
 pub fn read_cpu_times(root: &Sysroot) -> Result<Vec<(u32, CpuTimes)>> {
     let path = root.path("/proc/stat");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = root
+        .read("/proc/stat")
+        .with_context(|| format!("reading {}", path.display()))?;
     parse_proc_stat(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
@@ -351,8 +350,9 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
 
 fn read_cpu_list(root: &Sysroot, abs: &str) -> Result<CpuSet> {
     let path = root.path(abs);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = root
+        .read(abs)
+        .with_context(|| format!("reading {}", path.display()))?;
     CpuSet::parse_list(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
@@ -366,8 +366,9 @@ pub fn read_online(root: &Sysroot) -> Result<CpuSet> {
 /// row i belongs to the i-th online CPU.
 pub fn read_softnet(root: &Sysroot) -> Result<Vec<(u32, Softnet)>> {
     let path = root.path("/proc/net/softnet_stat");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = root
+        .read("/proc/net/softnet_stat")
+        .with_context(|| format!("reading {}", path.display()))?;
     let needs_online = text
         .lines()
         .any(|l| !l.trim().is_empty() && l.split_ascii_whitespace().count() < 13);
@@ -435,7 +436,7 @@ pub fn read_devices(root: &Sysroot) -> Result<Vec<RawDevice>> {
         // Files like "bonding_masters" live here too: no ifindex, not a device.
         let read_num = |rel: &str| -> Result<Option<u64>> {
             let p = d.join(rel);
-            match std::fs::read_to_string(&p) {
+            match read_string_bounded(&p, MAX_FILE) {
                 Ok(s) => s
                     .trim()
                     .parse()
