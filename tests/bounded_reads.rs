@@ -146,3 +146,12 @@ fn interrupts_on_dev_zero_is_a_note() {
         "{out}"
     );
 }
+
+#[test]
+fn replay_of_dev_zero_exits_2() {
+    let (o, took) = nettop(&["--pinning-check", "--replay", "/dev/zero"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(err.contains("/dev/zero: larger than"), "{err}");
+}
