@@ -398,6 +398,7 @@ fn sample(cur: bool, bpf: bool) -> RawSample {
             attach_mode: "tp_btf".into(),
             ..Default::default()
         }),
+        notes: vec![],
     }
 }
 
@@ -450,6 +451,25 @@ fn text_proc_only_marks_estimates() {
     assert!(text.contains("ESTIMATES (no BPF)"));
     assert!(text.contains("STOLEN~%"));
     snap("batch_text_proc_only_threads", &text);
+}
+
+/// A collector note (device counters from the sysfs fallback) reaches the
+/// health lines of text and JSON; without one, neither changes.
+#[test]
+fn collector_notes_are_shown() {
+    let note = "device counters from sysfs: rtnetlink socket: Permission denied";
+    for bpf in [true, false] {
+        let mut cur = sample(true, bpf);
+        cur.notes = vec![note.into()];
+        let f = compute(&host(), &sample(false, bpf), &cur);
+        let text = render_frame(&f, &opts(false));
+        assert!(text.contains(&format!("Note: {note}")), "{text}");
+        let back: Frame = serde_json::from_str(&render_json(&f, &[]).unwrap()).unwrap();
+        assert_eq!(back.health.notes, vec![note.to_string()]);
+        let plain = render_frame(&frame(bpf), &opts(false));
+        assert!(!plain.contains("Note:"), "{plain}");
+        assert!(!render_json(&frame(bpf), &[]).unwrap().contains("\"notes\""));
+    }
 }
 
 #[test]

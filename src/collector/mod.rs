@@ -3,6 +3,7 @@
 
 pub mod bpf;
 pub mod host;
+pub mod netdev;
 pub mod procfs;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -82,7 +83,10 @@ impl Collector {
         let root = &self.opts.sysroot;
         let mut tasks = procfs::read_tasks(root, &self.opts.pids)?;
         let mut cpus = procfs::read_cpus(root, &tasks)?;
-        let devices = procfs::read_devices(root).unwrap_or_default();
+        let netdev::DeviceRead {
+            devices,
+            note: devices_note,
+        } = netdev::read_devices(root);
         let mono_ns = monotonic_ns();
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -132,6 +136,7 @@ impl Collector {
             napi,
             devices,
             health,
+            notes: devices_note.into_iter().collect(),
         })
     }
 }

@@ -586,6 +586,7 @@ fn health_view(ctx: &Ctx, prev: &RawSample, cur: &RawSample) -> HealthView {
         missing_tracepoints: c.missing_tracepoints.clone(),
         attach_mode: c.attach_mode.clone(),
         bpf_cpu_pct: stats_on.then(|| ctx.pct_ns(bpf_ns as f64)),
+        notes: Vec::new(),
     }
 }
 
@@ -728,6 +729,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
 
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
+    health.notes = cur.notes.clone();
 
     Frame {
         seq: cur.seq,

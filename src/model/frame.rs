@@ -155,6 +155,9 @@ pub struct HealthView {
     pub attach_mode: String,
     /// BPF cost over the interval, percent of one CPU, when stats are enabled.
     pub bpf_cpu_pct: Option<f64>,
+    /// The collector's notes of the interval's last sample (`RawSample::notes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Everything a front end shows for one interval.

@@ -140,6 +140,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             missing_tracepoints: vec![],
             attach_mode: "tp_btf".into(),
         }),
+        notes: Vec::new(),
     }
 }
 
