@@ -213,6 +213,7 @@ fn cost_1000_veths() {
     let ns = format!("nettop-ndb-{}", std::process::id());
     let _ = std::process::Command::new("ip")
         .args(["netns", "del", &ns])
+        .stderr(std::process::Stdio::null())
         .status();
     let st = std::process::Command::new("ip")
         .args(["netns", "add", &ns])
