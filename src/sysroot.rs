@@ -6,7 +6,7 @@
 //! must end in a clear error, not in a process that grows without bound and
 //! cannot be stopped because it never returns to its signal checks.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -33,20 +33,27 @@ pub const MAX_LARGE_FILE: u64 = 64 << 20;
 /// as they do for every other I/O error.
 pub fn read_bounded(path: &Path, buf: &mut Vec<u8>, cap: u64) -> io::Result<()> {
     buf.clear();
-    // O_NONBLOCK: a FIFO in a fake tree must not block the open (or a read)
-    // forever waiting for a writer; regular, /proc and /sys files ignore it.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
     // One byte past the cap tells "exactly cap bytes" from "more".
-    file.take(cap.saturating_add(1)).read_to_end(buf)?;
+    open_nonblocking(path)?
+        .take(cap.saturating_add(1))
+        .read_to_end(buf)?;
     if buf.len() as u64 > cap {
         buf.clear();
         buf.shrink_to(64 * 1024);
         return Err(too_large(cap));
     }
     Ok(())
+}
+
+/// Opens a file for reading with `O_NONBLOCK`: a FIFO in a fake tree must
+/// not block the open (or a read) forever waiting for a writer; regular,
+/// /proc and /sys files ignore the flag. For readers that stream a file
+/// (decompression) rather than read it whole; bound them with `take`.
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// [`read_bounded`] into a fresh `String`; invalid UTF-8 is an error

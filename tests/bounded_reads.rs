@@ -86,11 +86,14 @@ fn task_stat_on_dev_zero_exits_2_naming_it() {
 #[test]
 fn fifo_does_not_hang() {
     let d = modern_copy();
-    let stat = d.path().join("proc/stat");
-    std::fs::remove_file(&stat).unwrap();
-    let c = std::ffi::CString::new(stat.to_str().unwrap()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // config.gz is streamed through a decompressor, stat read whole.
+    for f in ["proc/config.gz", "proc/stat"] {
+        let p = d.path().join(f);
+        std::fs::remove_file(&p).unwrap();
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
     let root = d.path().to_str().unwrap();
     let (o, took) = nettop(&["--sysroot", root, "--no-bpf", "-b", "-n", "2", "-d", "0.1"]);
     // An empty /proc/stat has no CPU lines: the frame is empty but the run

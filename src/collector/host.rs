@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use crate::cpuset::CpuSet;
 use crate::model::raw::{HostInfo, Regime};
-use crate::sysroot::{MAX_FILE, Sysroot, read_bounded, read_string_bounded};
+use crate::sysroot::{MAX_FILE, Sysroot, open_nonblocking, read_bounded, read_string_bounded};
 
 const OPTION: &str = "CONFIG_IRQ_TIME_ACCOUNTING";
 
@@ -79,7 +79,7 @@ pub fn regime_from_config(text: impl BufRead) -> Option<Regime> {
 /// architecture cannot select it) is not trusted either way: Unknown.
 fn detect_regime(root: &Sysroot, release: &str) -> (Regime, String) {
     let gz = root.path("/proc/config.gz");
-    if let Ok(f) = std::fs::File::open(&gz) {
+    if let Ok(f) = open_nonblocking(&gz) {
         // Bounded like every read under the root: a decompressed config is
         // ~300 KB, and a truncated one only means "Unknown".
         let dec = flate2::read::GzDecoder::new(f).take(MAX_FILE);
