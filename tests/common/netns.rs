@@ -265,10 +265,16 @@ pub fn in_netns_with_sysfs<T: Send>(
         std::thread::current().id()
     ));
     std::fs::create_dir_all(dir.join("sys")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let r = in_netns_inner(ns, Some(&dir), |d| f(d.unwrap_or(&dir)));
-    let _ = std::fs::remove_dir(dir.join("sys"));
-    let _ = std::fs::remove_dir(&dir);
-    r
+    /// Removes the (empty, unmounted) directories also when `f` panics.
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(self.0.join("sys"));
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(dir.clone());
+    in_netns_inner(ns, Some(&dir), |d| f(d.unwrap_or(&dir)))
 }
 
 fn in_netns_inner<T: Send>(
