@@ -169,7 +169,10 @@ fn has_bpf_caps() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    let Ok(status) = crate::sysroot::read_string_bounded(
+        std::path::Path::new("/proc/self/status"),
+        crate::sysroot::MAX_FILE,
+    ) else {
         return false;
     };
     let eff = status

@@ -3,6 +3,7 @@
 
 pub mod bpf;
 pub mod host;
+pub mod netdev;
 pub mod procfs;
 pub mod taskiter;
 
@@ -156,7 +157,10 @@ impl Collector {
         };
         let ksoftirqd_from = if tasks.is_empty() { &procs } else { &tasks };
         let mut cpus = procfs::read_cpus(root, ksoftirqd_from)?;
-        let devices = procfs::read_devices(root).unwrap_or_default();
+        let netdev::DeviceRead {
+            devices,
+            note: devices_note,
+        } = netdev::read_devices(root);
         let mono_ns = monotonic_ns();
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -219,6 +223,7 @@ impl Collector {
             napi,
             devices,
             health,
+            notes: devices_note.into_iter().collect(),
         })
     }
 }

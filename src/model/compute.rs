@@ -574,6 +574,7 @@ fn health_view(ctx: &Ctx, prev: &RawSample, cur: &RawSample) -> HealthView {
         task_source: c.task_source.clone(),
         exited_lost: d(p.exited_lost, c.exited_lost),
         bad_records: c.bad_records,
+        notes: Vec::new(),
     }
 }
 
@@ -775,6 +776,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
 
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
+    health.notes = cur.notes.clone();
 
     Frame {
         seq: cur.seq,

@@ -165,6 +165,9 @@ pub struct HealthView {
     /// Task sampler records that did not decode in the last pass.
     #[serde(default)]
     pub bad_records: u64,
+    /// The collector's notes of the interval's last sample (`RawSample::notes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Everything a front end shows for one interval.

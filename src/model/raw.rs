@@ -295,4 +295,9 @@ pub struct RawSample {
     pub napi: Vec<RawNapi>,
     pub devices: Vec<RawDevice>,
     pub health: Option<BpfHealth>,
+    /// What this sample could not read the usual way, in words for the
+    /// health line (device counters from the sysfs fallback, ...). Empty
+    /// when all is well, and in recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

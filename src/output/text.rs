@@ -135,6 +135,9 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
             );
         }
     }
+    for n in &h.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
     let s = &f.summary;
     let _ = writeln!(
         out,

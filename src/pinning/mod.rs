@@ -314,7 +314,19 @@ pub fn render_json(r: &Report) -> String {
 /// Reads a saved [`HostTopology`] (JSON) to lint a configuration recorded
 /// elsewhere.
 pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    // Bounded: `--replay /dev/zero` must fail, not eat memory. A saved
+    // topology of a 40,000-thread host is ~12 MB of JSON.
+    let mut bytes = Vec::new();
+    crate::sysroot::read_bounded(path, &mut bytes, crate::sysroot::MAX_LARGE_FILE).map_err(
+        |e| match e.kind() {
+            std::io::ErrorKind::FileTooLarge => anyhow::anyhow!(
+                "{}: larger than {} MiB, neither a nettop recording nor a saved topology",
+                path.display(),
+                crate::sysroot::MAX_LARGE_FILE >> 20
+            ),
+            _ => anyhow::anyhow!("{}: {e}", path.display()),
+        },
+    )?;
     serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: neither a nettop recording nor a saved topology (JSON HostTopology): {e}",

@@ -143,6 +143,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             attach_mode: "tp_btf".into(),
             ..Default::default()
         }),
+        notes: Vec::new(),
     }
 }
 

@@ -12,7 +12,7 @@ use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::{Cache, CpuSource, NumaNode, Package, Pu};
 use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
+use crate::sysroot::{MAX_FILE, MAX_LARGE_FILE, Sysroot};
 
 /// NUMA node and local CPUs of a NIC as hwloc placed it.
 pub(super) type NicLocality = BTreeMap<String, (Option<u32>, Option<CpuSet>)>;
@@ -55,11 +55,22 @@ pub(super) fn load_cpus(root: &Sysroot, src: &CpuSource) -> anyhow::Result<Cpus>
             }
         }
         CpuSource::Xml(path) => {
-            if !path.is_file() {
-                anyhow::bail!("hwloc XML {}: no such file", path.display());
-            }
+            // Read here, bounded, rather than by hwloc: a device or FIFO
+            // given by mistake ends in a clear error instead of a hang, and
+            // a missing file is told apart from one that is not XML.
+            let xml = crate::sysroot::read_string_bounded(path, MAX_LARGE_FILE).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::FileTooLarge {
+                    anyhow::anyhow!(
+                        "hwloc XML {}: larger than {} MiB, not an `lstopo --of xml` export",
+                        path.display(),
+                        MAX_LARGE_FILE >> 20
+                    )
+                } else {
+                    anyhow::anyhow!("hwloc XML {}: {e}", path.display())
+                }
+            })?;
             let t = Topology::builder()
-                .from_xml_file(path)
+                .from_xml(&xml)
                 .map_err(|e| anyhow::anyhow!("hwloc XML {}: {e}", path.display()))?
                 .with_io_type_filter(TypeFilter::KeepImportant)
                 .map_err(|e| anyhow::anyhow!("hwloc: {e}"))?
@@ -205,7 +216,8 @@ fn load_sysfs(root: &Sysroot) -> anyhow::Result<Cpus> {
             else {
                 continue;
             };
-            let list = std::fs::read_to_string(e.path().join("cpulist")).unwrap_or_default();
+            let list = crate::sysroot::read_string_bounded(&e.path().join("cpulist"), MAX_FILE)
+                .unwrap_or_default();
             numa_nodes.push(NumaNode {
                 node: n,
                 cpus: CpuSet::parse_list(&list).map_err(|err| {

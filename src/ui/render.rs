@@ -366,6 +366,10 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         if let Some(b) = h.bpf_cpu_pct {
             spans.push(Span::raw(format!(" │ BPF cost {}%", fmt_pct(b))));
         }
+        for n in &h.notes {
+            spans.push(Span::raw(" │ "));
+            spans.push(Span::styled(n.as_str(), s.warn()));
+        }
     } else {
         spans.push(Span::raw(format!(" │ delay {}s", app.delay)));
     }

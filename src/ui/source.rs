@@ -13,6 +13,7 @@ use super::{Cmd, Msg};
 use crate::cli::Cli;
 use crate::collector::{Collector, CollectorOptions};
 use crate::model::frame::Frame;
+use crate::sysroot::Sysroot;
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
@@ -20,7 +21,7 @@ const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
 /// `uid → name` from a passwd file; unreadable or odd lines are skipped
 /// (names are cosmetic: the UI falls back to numbers).
 pub(crate) fn read_users(passwd: &Path) -> HashMap<u32, String> {
-    let Ok(text) = std::fs::read_to_string(passwd) else {
+    let Ok(text) = crate::sysroot::read_string_bounded(passwd, crate::sysroot::MAX_FILE) else {
         return HashMap::new();
     };
     parse_passwd(&text)
@@ -312,9 +313,7 @@ impl FrameSource for RecordingFrames {
 }
 
 fn local_hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
+    Sysroot::default().read_opt("/proc/sys/kernel/hostname")
 }
 
 /// Opens a recording for the replay cursor.
