@@ -707,7 +707,11 @@ fn binary_live_process_mode_has_no_thread_rows() {
         .args(["-b", "--json", "-n", "1", "-d", "0.2"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let f: Frame = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     assert!(f.threads.is_empty());
     assert!(f.processes.len() > 5);

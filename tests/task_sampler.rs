@@ -299,3 +299,77 @@ fn exited_threads_keep_their_interrupt_time() {
         THREADS * SENDS
     );
 }
+
+/// The /proc path (no task sampler) also reports process totals with the
+/// group's exited threads, from /proc/PID/stat, and on-CPU time to match.
+#[test]
+fn proc_path_process_totals_include_exited_threads() {
+    if !common::is_root() {
+        common::skip("proc path totals", "needs root for BPF");
+        return;
+    }
+    let mut col = match Collector::new(CollectorOptions {
+        no_task_sampler: true,
+        threads: true,
+        ..Default::default()
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            common::skip("proc path totals", &format!("BPF unavailable: {e:#}"));
+            return;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let t = std::thread::spawn(|| {
+                    let end = Instant::now() + Duration::from_millis(3);
+                    while Instant::now() < end {}
+                });
+                let _ = t.join();
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let a = col.sample().expect("sample");
+    std::thread::sleep(Duration::from_secs(2));
+    let b = col.sample().expect("sample");
+    stop.store(true, Ordering::Relaxed);
+    let _ = churn.join();
+    assert!(
+        b.health
+            .as_ref()
+            .is_some_and(|h| h.task_source.starts_with("/proc")),
+        "{:?}",
+        b.health.as_ref().map(|h| &h.task_source)
+    );
+    let f = nettop::model::compute(col.host(), &a, &b);
+    let me = std::process::id();
+    let p = row(&f.processes, me);
+    let live: f64 = f
+        .threads
+        .iter()
+        .filter(|t| t.pid == me)
+        .map(|t| t.top_pct)
+        .sum();
+    common::report(&format!(
+        "\n/proc path, thread churn: process TOP% {:.1}, on-CPU {:.1}, live threads {:.1}\n",
+        p.top_pct, p.on_cpu_pct, live
+    ));
+    // The churned threads all exited between the samples: only the
+    // process-level figures can show their work.
+    assert!(
+        p.top_pct > live + 10.0,
+        "TOP% {:.1} vs live threads {:.1}",
+        p.top_pct,
+        live
+    );
+    assert!(
+        (p.on_cpu_pct - p.top_pct).abs() < 10.0,
+        "on-CPU {:.1} vs TOP% {:.1}",
+        p.on_cpu_pct,
+        p.top_pct
+    );
+}

@@ -496,6 +496,22 @@ impl BpfCollector {
             .collect())
     }
 
+    /// Exited threads' interrupt accounting per process: (TGID, leader's
+    /// start time in ns, accounting). One batch read of a small map.
+    pub fn read_exited(&self) -> Result<Vec<(u32, u64, IrqAcct)>> {
+        Ok(self
+            .skel
+            .maps
+            .exited
+            .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)
+            .context("reading the exited-thread map")?
+            .filter_map(|(k, v)| {
+                let v = from_bytes::<types::nt_task>(&v)?;
+                Some((u32_from(&k)?, v.start_boottime, acct_from(&v.acct)))
+            })
+            .collect())
+    }
+
     /// Whether tasks come from the in-kernel sampler, and if not, why.
     pub fn sampler_status(&self) -> Result<(), String> {
         match (&self.sampler, &self.sampler_error) {

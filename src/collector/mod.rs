@@ -141,7 +141,8 @@ impl Collector {
             Some(bpf) => bpf.sample_tasks(&mut self.buf, self.opts.threads)?,
             None => false,
         };
-        let (mut tasks, procs, bad_records) = if sampled {
+        let mut exited_irq: Vec<(u32, crate::model::raw::IrqAcct)> = Vec::new();
+        let (mut tasks, mut procs, bad_records) = if sampled {
             let set = taskiter::decode(
                 &self.buf,
                 &taskiter::DecodeOptions {
@@ -189,6 +190,18 @@ impl Collector {
                     }
                 }
             }
+            // Exited threads' interrupt time, kept per process in the kernel.
+            if !sampled {
+                let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
+                for (tgid, leader_start, acct) in bpf.read_exited()? {
+                    let leader = tasks
+                        .iter()
+                        .any(|t| t.tid == tgid && leader_start / ns_per_tick == t.start_ticks);
+                    if leader {
+                        exited_irq.push((tgid, acct));
+                    }
+                }
+            }
             // Exits are handled in the kernel; strays are swept now and
             // then, or at once when the hash overflowed.
             let overflowed = r.health.map_full > self.map_full_seen;
@@ -210,8 +223,20 @@ impl Collector {
             h.bad_records = bad_records;
             health = Some(h);
         }
-        self.seq += 1;
         tasks.sort_by_key(|t| (t.tgid, t.tid));
+        if !sampled {
+            // The /proc path: process totals as /proc/PID/stat has them.
+            procs = procfs::process_totals(root, &tasks);
+            for (tgid, acct) in exited_irq {
+                if let Ok(i) = procs.binary_search_by_key(&tgid, |p| p.tgid) {
+                    procs[i].irq.get_or_insert_with(Default::default).add(&acct);
+                }
+            }
+            if !self.opts.threads {
+                tasks.clear();
+            }
+        }
+        self.seq += 1;
         Ok(RawSample {
             seq: self.seq,
             mono_ns,

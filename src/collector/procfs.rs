@@ -331,6 +331,59 @@ pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
     Ok(out)
 }
 
+/// Process totals for the /proc path, one row per process in `threads`
+/// (sorted by TGID, as `read_tasks` returns them). utime/stime come from
+/// /proc/PID/stat, which counts the group's exited threads as top sees
+/// them; on-CPU time is the live threads' precise runtime plus the exited
+/// threads' share of those ticks (/proc has no runtime for the dead). A
+/// process that vanished meanwhile keeps its live threads' sums.
+pub fn process_totals(root: &Sysroot, threads: &[RawTask]) -> Vec<RawTask> {
+    let proc_dir = root.proc();
+    let mut buf = Vec::with_capacity(1024);
+    let mut out: Vec<RawTask> = Vec::new();
+    for group in threads.chunk_by(|a, b| a.tgid == b.tgid) {
+        let Some(first) = group.first() else {
+            continue;
+        };
+        let leader = group.iter().find(|t| t.tid == t.tgid).unwrap_or(first);
+        let mut row = RawTask {
+            tid: leader.tgid,
+            nr_threads: u32::try_from(group.len()).unwrap_or(u32::MAX),
+            irq: None,
+            ..leader.clone()
+        };
+        let (mut ticks, mut run) = (0u64, 0u64);
+        for t in group {
+            ticks = ticks.saturating_add(t.utime_ticks.saturating_add(t.stime_ticks));
+            run = run.saturating_add(t.on_cpu_ns);
+            if let Some(a) = &t.irq {
+                row.irq.get_or_insert_with(Default::default).add(a);
+            }
+        }
+        row.on_cpu_ns = run;
+        row.utime_ticks = group.iter().map(|t| t.utime_ticks).sum();
+        row.stime_ticks = group.iter().map(|t| t.stime_ticks).sum();
+        let path = proc_dir.join(leader.tgid.to_string()).join("stat");
+        if read_into(&path, &mut buf).is_ok() {
+            if let Ok(st) = parse_stat(&String::from_utf8_lossy(&buf)) {
+                let total = st.utime.saturating_add(st.stime);
+                let dead_ticks = total.saturating_sub(ticks);
+                row.utime_ticks = st.utime;
+                row.stime_ticks = st.stime;
+                row.on_cpu_ns = run.saturating_add(dead_ticks.saturating_mul(ns_per_tick()));
+            }
+        }
+        out.push(row);
+    }
+    out
+}
+
+fn ns_per_tick() -> u64 {
+    // SAFETY: sysconf has no preconditions and only reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    1_000_000_000 / u64::try_from(hz).unwrap_or(100).max(1)
+}
+
 /// Per-CPU lines of /proc/stat ("cpuN ..."), clock ticks. Missing trailing
 /// columns (old kernels) read as 0. Only online CPUs are listed by the kernel.
 pub fn read_cpu_times(root: &Sysroot) -> Result<Vec<(u32, CpuTimes)>> {
