@@ -281,17 +281,25 @@ impl BpfCollector {
             .filter_map(|s| s.strip_prefix(&format!("{}/", mode.prefix())))
             .map(str::to_string)
             .collect();
-        let present = available_tracepoints(&wanted_tps)?;
+        // System vectors share one raw_tp pair (sysvec_in/sysvec_out),
+        // attached below to each entry/exit this kernel has.
+        let sysvec_tps: Vec<String> = SYSVEC_KINDS
+            .iter()
+            .flat_map(|k| [format!("{k}_entry"), format!("{k}_exit")])
+            .collect();
+        let all_tps: Vec<String> = wanted_tps.iter().chain(&sysvec_tps).cloned().collect();
+        let present = available_tracepoints(&all_tps)?;
         let usable = |tp: &str| {
             present.iter().any(|p| p == tp)
                 && paired(tp)
-                    .filter(|other| wanted_tps.contains(other))
+                    .filter(|other| all_tps.contains(other))
                     .is_none_or(|other| present.contains(&other))
         };
-        let missing: Vec<String> = wanted_tps
+        let missing: Vec<String> = all_tps.iter().filter(|tp| !usable(tp)).cloned().collect();
+        let sysvecs: Vec<&str> = SYSVEC_KINDS
             .iter()
-            .filter(|tp| !usable(tp))
-            .cloned()
+            .copied()
+            .filter(|k| usable(&format!("{k}_entry")))
             .collect();
         for core in ["softirq_entry", "softirq_exit", "softirq_raise"] {
             if !usable(core) {
@@ -342,6 +350,19 @@ impl BpfCollector {
                     1
                 }
             });
+            let by_name = |name: &str| {
+                skel.object()
+                    .progs_mut()
+                    .find(|p| p.name() == name && p.autoload())
+                    .ok_or_else(|| anyhow!("program {name} not loaded"))
+            };
+            for k in &sysvecs {
+                let tp = format!("{k}_exit");
+                let link = by_name("sysvec_out")?
+                    .attach_raw_tracepoint(&tp)
+                    .with_context(|| format!("attaching raw_tp/{tp}"))?;
+                links.push(link);
+            }
             for prog in progs {
                 let link = prog
                     .attach()
@@ -351,6 +372,13 @@ impl BpfCollector {
                 } else {
                     links.push(link);
                 }
+            }
+            for k in &sysvecs {
+                let tp = format!("{k}_entry");
+                let link = by_name("sysvec_in")?
+                    .attach_raw_tracepoint(&tp)
+                    .with_context(|| format!("attaching raw_tp/{tp}"))?;
+                links.push(link);
             }
         }
         Ok(Self {
@@ -674,11 +702,26 @@ impl BpfCollector {
     /// on `cpu` with the tracepoint's arguments.
     pub fn run_tracepoint(&self, tracepoint: &str, cpu: u32, args: &[u64]) -> Result<()> {
         let section = format!("{}/{tracepoint}", self.mode.prefix());
+        // System vectors share one program pair (see bpf/nettop.bpf.c).
+        let shared = SYSVEC_KINDS.iter().find_map(|k| {
+            let rest = tracepoint.strip_prefix(k)?;
+            match rest {
+                "_entry" => Some("sysvec_in"),
+                "_exit" => Some("sysvec_out"),
+                _ => None,
+            }
+        });
         let prog = self
             .skel
             .object()
             .progs_mut()
-            .find(|p| p.section().to_string_lossy() == section && p.autoload())
+            .find(|p| {
+                p.autoload()
+                    && match shared {
+                        Some(name) => p.name() == name,
+                        None => p.section().to_string_lossy() == section,
+                    }
+            })
             .ok_or_else(|| anyhow!("no loaded program for {section}"))?;
         let mut ctx: Vec<u8> = args.iter().flat_map(|a| a.to_ne_bytes()).collect();
         let input = libbpf_rs::ProgramInput {
