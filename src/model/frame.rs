@@ -191,3 +191,16 @@ pub struct Frame {
     pub devices: Vec<DeviceView>,
     pub health: HealthView,
 }
+
+impl Frame {
+    /// The finest rows the frame has: threads when it carries them (`-H`,
+    /// thread view), else processes (one row each; a process's leader TID
+    /// is its PID). Per-task evidence (the pinning lint) reads these.
+    pub fn finest_rows(&self) -> &[TaskView] {
+        if self.threads.is_empty() {
+            &self.processes
+        } else {
+            &self.threads
+        }
+    }
+}

@@ -373,7 +373,7 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
         &rec,
         from,
         |f| {
-            for t in &f.threads {
+            for t in f.finest_rows() {
                 let e = sum.entry(t.tid).or_default();
                 e.0 += t.stolen_pct;
                 e.1 += 1;

@@ -271,14 +271,11 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
             let frame = crate::model::compute(col.host(), &prev, &cur);
             prev = cur;
             if let Ok(mut g) = ev.lock() {
-                // Per thread when rows exist, else per process (its
-                // leader's TID): single-threaded pinned tasks keep evidence.
-                let rows = if frame.threads.is_empty() {
-                    &frame.processes
-                } else {
-                    &frame.threads
-                };
-                g.stolen_pct = rows.iter().map(|t| (t.tid, t.stolen_pct)).collect();
+                g.stolen_pct = frame
+                    .finest_rows()
+                    .iter()
+                    .map(|t| (t.tid, t.stolen_pct))
+                    .collect();
             }
             if data_tx.send(Msg::Frame(Box::new(frame))).is_err() {
                 return;
