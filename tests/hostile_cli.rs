@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::run::{assert_clean_exit, nettop, output_within, stderr};
+use common::run::{assert_clean_exit, nettop, output_within, stderr, stderr_within};
 use nettop::record::{Meta, Writer, synth};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -51,7 +51,13 @@ fn meaningless_combinations_are_errors() {
         vec!["--fail-on", "error", "-b"],
         vec!["--json", "--pinning-check"],
         vec!["--no-bpf", "--bpf-stats", "-b"],
-        vec!["--hwloc-xml", "x.xml", "--hwloc-synthetic", "pack:1 pu:2", "--pinning-check"],
+        vec![
+            "--hwloc-xml",
+            "x.xml",
+            "--hwloc-synthetic",
+            "pack:1 pu:2",
+            "--pinning-check",
+        ],
     ];
     for args in &cases {
         let out = output_within(nettop().args(args), LIMIT, &format!("{args:?}"));
@@ -74,7 +80,13 @@ fn serve_with_record_is_an_explicit_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f.rec");
     let out = output_within(
-        nettop().args(["--serve", "127.0.0.1:0", "--record", f.to_str().unwrap(), "--no-bpf"]),
+        nettop().args([
+            "--serve",
+            "127.0.0.1:0",
+            "--record",
+            f.to_str().unwrap(),
+            "--no-bpf",
+        ]),
         LIMIT,
         "--serve --record",
     );
@@ -109,7 +121,13 @@ fn duration_shorter_than_an_interval_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f.rec");
     let out = output_within(
-        nettop().args(["--record", f.to_str().unwrap(), "--no-bpf", "--duration", "1e-12"]),
+        nettop().args([
+            "--record",
+            f.to_str().unwrap(),
+            "--no-bpf",
+            "--duration",
+            "1e-12",
+        ]),
         LIMIT,
         "--duration 1e-12",
     );
@@ -125,7 +143,13 @@ fn huge_max_size_says_too_large() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f.rec");
     let out = output_within(
-        nettop().args(["--record", f.to_str().unwrap(), "--no-bpf", "--max-size", "1e300"]),
+        nettop().args([
+            "--record",
+            f.to_str().unwrap(),
+            "--no-bpf",
+            "--max-size",
+            "1e300",
+        ]),
         LIMIT,
         "--max-size 1e300",
     );
@@ -154,8 +178,10 @@ fn zero_iterations_is_an_error_everywhere() {
 
 fn closed_pipe() -> OwnedFd {
     let mut fds = [0i32; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) writes.
+    // O_CLOEXEC: a child spawned meanwhile by another test thread must not
+    // inherit (and so keep open) the read end.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     // SAFETY: both descriptors were just created and are owned by nobody
     // else; the read end is closed at once, the write end handed out.
     unsafe {
@@ -175,10 +201,15 @@ fn pinning_check_write_errors_exit_2() {
             ("closed pipe", Stdio::from(closed_pipe())),
             (
                 "/dev/full",
-                Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap()),
+                Stdio::from(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open("/dev/full")
+                        .unwrap(),
+                ),
             ),
         ] {
-            let o = output_within(
+            let o = stderr_within(
                 nettop()
                     .args(["--pinning-check", "--sysroot", root])
                     .stdout(out),
@@ -257,7 +288,10 @@ fn bpf_stats_without_sys_admin_degrades() {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("--bpf-stats") && err.contains("CAP_SYS_ADMIN"), "{err}");
+    assert!(
+        err.contains("--bpf-stats") && err.contains("CAP_SYS_ADMIN"),
+        "{err}"
+    );
     let frame: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(frame["source"], "bpf", "{frame}");
 }

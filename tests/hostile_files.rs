@@ -188,8 +188,18 @@ fn record_ignores_paths_planted_by_another_user() {
     let dangling = tmp.join("dangling.rec");
     let to_empty = tmp.join("to_empty.rec");
     let theirs = tmp.join("theirs.rec");
-    as_nobody(&["ln", "-s", victim.to_str().unwrap(), dangling.to_str().unwrap()]);
-    as_nobody(&["ln", "-s", roots_empty.to_str().unwrap(), to_empty.to_str().unwrap()]);
+    as_nobody(&[
+        "ln",
+        "-s",
+        victim.to_str().unwrap(),
+        dangling.to_str().unwrap(),
+    ]);
+    as_nobody(&[
+        "ln",
+        "-s",
+        roots_empty.to_str().unwrap(),
+        to_empty.to_str().unwrap(),
+    ]);
     as_nobody(&["touch", theirs.to_str().unwrap()]);
     for p in [&dangling, &to_empty, &theirs] {
         let out = output_within(

@@ -38,7 +38,10 @@ fn markers(b: &[u8]) -> Vec<usize> {
 }
 
 fn seqs(rec: &Recording) -> Vec<u64> {
-    (0..rec.len()).filter_map(|i| rec.get(i).ok()).map(|s| s.seq).collect()
+    (0..rec.len())
+        .filter_map(|i| rec.get(i).ok())
+        .map(|s| s.seq)
+        .collect()
 }
 
 fn replay_codes(p: &Path) -> (Option<i32>, Option<i32>, String) {
@@ -121,7 +124,7 @@ fn replay_and_export_agree_on_damage() {
     let (bc, ec, err) = replay_codes(&p);
     assert_eq!((bc, ec), (Some(2), Some(2)), "payload damage: {err}");
 
-    let good = write_valid(&p);
+    let good = write_valid(&dir.path().join("good.rec"));
     let m = markers(&good);
     std::fs::write(&p, &good[..m[m.len() - 1] + 10]).unwrap();
     let (bc, ec, err) = replay_codes(&p);

@@ -13,7 +13,10 @@ use common::run::Guard;
 
 /// Starts `nettop --serve 127.0.0.1:0 --no-bpf` through `wrap` (e.g.
 /// prlimit) and returns it with the address it bound.
-fn serve(wrap: &[&str], pre: Option<Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>>) -> (Guard, SocketAddr) {
+fn serve(
+    wrap: &[&str],
+    pre: Option<Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>>,
+) -> (Guard, SocketAddr) {
     let bin = env!("CARGO_BIN_EXE_nettop");
     let mut cmd = if wrap.is_empty() {
         Command::new(bin)
@@ -26,11 +29,11 @@ fn serve(wrap: &[&str], pre: Option<Box<dyn FnMut() -> std::io::Result<()> + Sen
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    if let Some(mut f) = pre {
+    if let Some(f) = pre {
         use std::os::unix::process::CommandExt;
         // SAFETY: the closure makes only async-signal-safe syscalls.
         unsafe {
-            cmd.pre_exec(move || f());
+            cmd.pre_exec(f);
         }
     }
     let mut child = cmd.spawn().unwrap();
@@ -64,7 +67,10 @@ fn serve(wrap: &[&str], pre: Option<Box<dyn FnMut() -> std::io::Result<()> + Sen
 fn request(addr: SocketAddr, method: &str, path: &str) -> std::io::Result<(String, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(15)))?;
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )?;
     let mut resp = String::new();
     s.read_to_string(&mut resp)?;
     let status = resp.lines().next().unwrap_or("").to_string();
@@ -80,7 +86,10 @@ fn scrape_ok(addr: SocketAddr, what: &str) {
 }
 
 fn alive(g: &mut Guard, what: &str) {
-    assert!(g.0.try_wait().unwrap().is_none(), "{what}: the server exited");
+    assert!(
+        g.0.try_wait().unwrap().is_none(),
+        "{what}: the server exited"
+    );
 }
 
 fn vm_hwm_kib(pid: i32) -> u64 {
@@ -116,7 +125,11 @@ fn huge_request_header_is_refused_early() {
         sent >> 20
     ));
     assert!(grew < 16 * 1024, "peak RSS grew by {grew} KiB");
-    assert!(sent < 64 << 20, "the server kept reading: {} MiB", sent >> 20);
+    assert!(
+        sent < 64 << 20,
+        "the server kept reading: {} MiB",
+        sent >> 20
+    );
     alive(&mut g, "after the header bomb");
     scrape_ok(addr, "after the header bomb");
 }
@@ -152,7 +165,10 @@ fn connection_flood_under_an_fd_limit() {
     let (mut g, addr) = serve(&["prlimit", "--nofile=48:48", "--"], None);
     scrape_ok(addr, "before");
     let conns = flood(addr, 300);
-    common::report(&format!("fd-limit flood: {} connections open\n", conns.len()));
+    common::report(&format!(
+        "fd-limit flood: {} connections open\n",
+        conns.len()
+    ));
     std::thread::sleep(Duration::from_secs(1));
     alive(&mut g, "during the flood");
     drop(conns);
@@ -169,7 +185,10 @@ fn idle_connections_do_not_starve_scrapes() {
     let t0 = Instant::now();
     scrape_ok(addr, "during the idle flood");
     let took = t0.elapsed();
-    common::report(&format!("scrape during {} idle connections: {took:?}\n", conns.len()));
+    common::report(&format!(
+        "scrape during {} idle connections: {took:?}\n",
+        conns.len()
+    ));
     assert!(took < Duration::from_secs(5), "scrape took {took:?}");
     alive(&mut g, "idle flood");
 }
@@ -227,7 +246,11 @@ fn connection_flood_under_a_pids_limit() {
         let n = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
         // SAFETY: fd was opened above.
         unsafe { libc::close(fd) };
-        if n == 1 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
     });
     let (mut g, addr) = serve(&[], Some(pre));
     scrape_ok(addr, "before");

@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cpuset::CpuSet;
 use crate::model::raw::{HostInfo, RawSample, Source};
+use crate::sanitize::Untrusted;
 use crate::sysroot::Sysroot;
 
 use self::bpf::{BpfCollector, BpfOptions};
@@ -38,7 +39,8 @@ impl Collector {
     /// message when BPF cannot be used (no root, no BTF).
     pub fn new(opts: CollectorOptions) -> Result<Self> {
         check_pids_exist(&opts.sysroot, &opts.pids)?;
-        let host = host::detect(&opts.sysroot);
+        let mut host = host::detect(&opts.sysroot);
+        host.sanitize();
         let bpf = if opts.no_bpf {
             None
         } else {
@@ -122,7 +124,7 @@ impl Collector {
         }
         self.seq += 1;
         tasks.sort_by_key(|t| (t.tgid, t.tid));
-        Ok(RawSample {
+        let mut sample = RawSample {
             seq: self.seq,
             mono_ns,
             unix_ms,
@@ -132,7 +134,11 @@ impl Collector {
             napi,
             devices,
             health,
-        })
+        };
+        // The boundary: names chosen by other users and drivers are made
+        // safe to print before any front end or recording sees them.
+        sample.sanitize();
+        Ok(sample)
     }
 }
 

@@ -9,11 +9,13 @@ mod rules;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{Cli, FailOn, Format};
 use crate::cpuset::CpuSet;
+use crate::sanitize::Untrusted;
 use crate::topology::{self, HostTopology, LoadOptions};
 
 pub use rules::RULES;
@@ -314,14 +316,19 @@ pub fn render_json(r: &Report) -> String {
 /// Reads a saved [`HostTopology`] (JSON) to lint a configuration recorded
 /// elsewhere.
 pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let bytes = crate::safefile::read_input(path, MAX_SAVED_TOPOLOGY)?;
+    let mut topo: HostTopology = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: neither a nettop recording nor a saved topology (JSON HostTopology): {e}",
             path.display()
         )
-    })
+    })?;
+    topo.sanitize();
+    Ok(topo)
 }
+
+/// Largest saved topology read: 100,000 threads of JSON is ~30 MiB.
+const MAX_SAVED_TOPOLOGY: u64 = 256 << 20;
 
 /// Recorded intervals averaged into [`Evidence`]: the last ten minutes at
 /// the default 1 s interval, so a day-long recording still lints in ~0.1 s.
@@ -347,6 +354,7 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
             path.display()
         )
     })?;
+    topo.sanitize();
     topo.source = format!(
         "recording {} (host {})",
         path.display(),
@@ -394,6 +402,12 @@ pub fn run_check(cli: &Cli) -> anyhow::Result<u8> {
         Format::Text => render_text(&report),
         Format::Json => render_json(&report) + "\n",
     };
-    print!("{out}");
+    // Not print!: it panics (exit 101) on a closed pipe or a full disk.
+    // A report that could not be written is "could not check": exit 2.
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write the report to stdout: {e}"))?;
     Ok(report.exit_code(cli.fail_on))
 }

@@ -14,6 +14,10 @@ use super::{Cache, CpuSource, NumaNode, Package, Pu};
 use crate::cpuset::CpuSet;
 use crate::sysroot::Sysroot;
 
+/// Largest hwloc XML accepted: a 1,000-PU machine with its I/O devices is
+/// a few MiB.
+const MAX_XML_BYTES: u64 = 64 << 20;
+
 /// NUMA node and local CPUs of a NIC as hwloc placed it.
 pub(super) type NicLocality = BTreeMap<String, (Option<u32>, Option<CpuSet>)>;
 
@@ -55,11 +59,14 @@ pub(super) fn load_cpus(root: &Sysroot, src: &CpuSource) -> anyhow::Result<Cpus>
             }
         }
         CpuSource::Xml(path) => {
-            if !path.is_file() {
-                anyhow::bail!("hwloc XML {}: no such file", path.display());
-            }
+            // Read by us (regular file, bounded), not by hwloc from the
+            // path: /dev/zero or a FIFO must be a clear error, not a hang.
+            let bytes = crate::safefile::read_input(path, MAX_XML_BYTES)
+                .map_err(|e| anyhow::anyhow!("hwloc XML: {e:#}"))?;
+            let xml = String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("hwloc XML {}: not UTF-8 text", path.display()))?;
             let t = Topology::builder()
-                .from_xml_file(path)
+                .from_xml(&xml)
                 .map_err(|e| anyhow::anyhow!("hwloc XML {}: {e}", path.display()))?
                 .with_io_type_filter(TypeFilter::KeepImportant)
                 .map_err(|e| anyhow::anyhow!("hwloc: {e}"))?

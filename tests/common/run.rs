@@ -33,7 +33,19 @@ impl Guard {
 /// `what` (after killing the child) if it is still running after `limit`.
 pub fn output_within(cmd: &mut Command, limit: Duration, what: &str) -> Output {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    wait_output(child, limit, what)
+}
+
+/// Like [`output_within`], but leaves stdout as the caller set it (a closed
+/// pipe, /dev/full); only stderr is captured.
+pub fn stderr_within(cmd: &mut Command, limit: Duration, what: &str) -> Output {
+    cmd.stderr(Stdio::piped());
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     wait_output(child, limit, what)
 }
 
@@ -48,8 +60,18 @@ pub fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
             v
         })
     };
-    let out = drain(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
     let t0 = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
