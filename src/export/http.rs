@@ -472,10 +472,19 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let stop = AtomicBool::new(false);
+        /// Stops the server even when the test body panics, so a failing
+        /// test fails instead of hanging in the scope's join.
+        struct StopOnDrop<'a>(&'a AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
         std::thread::scope(|s| {
             let h = s.spawn(|| run(&l, &handler, &stop, &limits));
+            let guard = StopOnDrop(&stop);
             f(addr);
-            stop.store(true, Ordering::Relaxed);
+            drop(guard);
             h.join().unwrap().unwrap();
         });
     }
