@@ -315,6 +315,8 @@ fn rotation_leaves_foreign_parts_alone() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("r.rec.1"), "{err}");
+    // Refused before recording anything, not at the first rotation.
+    assert!(!f.exists(), "{err}");
 }
 
 /// Item 15: rotated parts exceeded `--max-size` (the end record, and the
