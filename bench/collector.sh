@@ -101,9 +101,17 @@ bench_bpf() {
     local total
     total=$(jq -r -n --argjson ids "$ids" --slurpfile a "$s1" --slurpfile b "$s2" "$prog"'
       | ($b[0] | mine | map(.run_time_ns // 0) | add // 0) - ($old | [.[] | .run_time_ns // 0] | add // 0)')
-    rm -f "$s1" "$s2"
     echo
-    awk -v t="$total" 'BEGIN { printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t }'
+    # Interruptions = runs of the hardirq/system-vector entry programs
+    # (every interruption runs exactly one outermost entry).
+    local ints
+    ints=$(jq -r -n --argjson ids "$ids" --slurpfile a "$s1" --slurpfile b "$s2" "$prog"'
+      | [$b[0] | mine | .[] | select(.name | test("_in$")) | select(.name | test("_si_in$") | not)
+         | (.run_cnt // 0) - ($old[(.id|tostring)].run_cnt // 0)] | add // 0')
+    rm -f "$s1" "$s2"
+    awk -v t="$total" -v n="$ints" 'BEGIN {
+        printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t
+        if (n > 0) printf "Per interruption: %d interruptions/s, %.0f ns of BPF each (all programs).\n\n", n / 10, t / n }'
 }
 
 # (b) Observer effect: the victim's work rate with nettop running vs not,

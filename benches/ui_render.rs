@@ -1,5 +1,7 @@
 //! One frame of the Processes view with 5,000 tasks on a TestBackend (the
-//! issue's budget is < 2 ms), plus the per-Frame ingest (sort/filter) cost.
+//! issue's budget is < 2 ms), plus the per-Frame ingest (sort/filter) cost;
+//! and a host with 30,000 threads in one process, drawn with threads on
+//! (budget: rendering a frame <= 10 ms).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use nettop::ui::app::{App, Options, Theme};
@@ -35,6 +37,39 @@ fn bench(c: &mut Criterion) {
     let frame = fixtures::many_tasks(5000);
     c.bench_function("processes_5000_tasks_ingest_frame", |b| {
         b.iter(|| a.push_frame(frame.clone()))
+    });
+
+    // 30,000 threads of one process (plus the host's other processes), the
+    // thread list on: what a frame costs the UI thread when it arrives
+    // (ingest: sort and filter) and when it is drawn.
+    let mut threads = fixtures::many_tasks(30_000);
+    for t in threads.processes.iter_mut() {
+        t.pid = 4242;
+        t.is_process = false;
+    }
+    threads.threads = std::mem::take(&mut threads.processes);
+    let mut leader = threads.threads[0].clone();
+    leader.tid = 4242;
+    leader.is_process = true;
+    leader.nr_threads = 30_000;
+    threads.processes = vec![leader];
+    let mut a = App::new(Options {
+        delay: 1.0,
+        threads: true,
+        theme: Theme { color: true },
+        width: 200,
+        height: 50,
+    });
+    a.push_frame(threads.clone());
+    assert_eq!(a.rows.len(), 30_000);
+    let mut term = Terminal::new(TestBackend::new(200, 50)).expect("test backend");
+    c.bench_function("threads_30000_draw_200x50", |b| {
+        b.iter(|| {
+            term.draw(|f| render::draw(f, &a)).expect("draw");
+        })
+    });
+    c.bench_function("threads_30000_ingest_frame", |b| {
+        b.iter(|| a.push_frame(threads.clone()))
     });
 }
 

@@ -126,6 +126,35 @@ struct {
 	__type(value, struct nt_task);
 } tasks SEC(".maps");
 
+/* Interrupt accounting of a process's threads that exited, keyed by TGID
+ * (value.start_boottime is the group leader's): the kernel keeps exited
+ * threads' times in signal_struct, and process totals here must match. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct nt_task);
+} exited SEC(".maps");
+
+/* Recently exited threads, keyed by TID: a batch still waiting in another
+ * CPU's slot when its task exited goes to `exited`, not to a new entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct nt_tomb);
+} tombs SEC(".maps");
+
+/* Set by user space before each task sampler pass. */
+__u64 sample_gen = 0;
+/* Nonzero when user space wants a full record for every thread. */
+__u32 thread_rows = 0;
+/* Interrupt time of exited threads that could not be kept (map full). */
+__u64 exited_lost = 0;
+__u64 exited_lost_ns = 0;
+/* Gives user space the record layout through the skeleton's types. */
+const volatile struct nt_task_rec nt_task_rec_layout = {};
+
 /* napi instances keyed by the napi_struct address (backlog napis of RPS
  * have no device: each CPU's backlog is its own entry). */
 struct {
@@ -176,8 +205,52 @@ static __always_inline void acct_add_atomic(struct nt_acct *dst, const struct nt
 	}
 }
 
+/*
+ * Adds an exited thread's accounting to its process's `exited` record
+ * (created on the first exit; restarted when the TGID now belongs to a
+ * newer process).
+ */
+static __always_inline void exited_add(__u32 tgid, __u64 leader_start, const struct nt_acct *a,
+				       struct nt_task *scratch)
+{
+	struct nt_task *e = bpf_map_lookup_elem(&exited, &tgid);
+
+	if (e && e->start_boottime == leader_start) {
+		acct_add_atomic(&e->acct, a);
+		return;
+	}
+	if (e && e->start_boottime > leader_start)
+		return;
+	/* `scratch` is a record about to be dropped: reuse it as the value. */
+	scratch->start_boottime = leader_start;
+	scratch->tgid = tgid;
+	if (bpf_map_update_elem(&exited, &tgid, scratch, BPF_ANY)) {
+		__sync_fetch_and_add(&exited_lost, 1);
+		__sync_fetch_and_add(&exited_lost_ns, acct_total_ns(a));
+	}
+}
+
+/* A batch of a task that already exited: true when a tomb names it. The
+ * time goes to its process (unless the whole process is gone). `v` is the
+ * slot's record; it is lent as the new value and given back unchanged. */
+static __always_inline bool tomb_claims(__u32 tid, struct nt_task *v)
+{
+	struct nt_tomb *tb = bpf_map_lookup_elem(&tombs, &tid);
+	__u64 start = v->start_boottime;
+	__u32 tgid = v->tgid;
+
+	if (!tb || tb->start_boottime != start)
+		return false;
+	if (!tb->group_dead) {
+		exited_add(tb->tgid, tb->leader_start_boottime, &v->acct, v);
+		v->start_boottime = start;
+		v->tgid = tgid;
+	}
+	return true;
+}
+
 /* Moves a slot's batch into the task hash. Caller holds s->busy. */
-static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
+static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs)
 {
 	struct nt_task *t;
 	__u32 tid = s->tid;
@@ -191,6 +264,9 @@ static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
 	} else if (t && t->start_boottime > s->val.start_boottime) {
 		/* The TID already belongs to a newer task: this batch is from a
 		 * task that exited; its time is no longer anybody's. */
+	} else if (tomb_claims(tid, &s->val)) {
+		/* The task exited after this batch was taken on this CPU: its
+		 * process keeps the time, as the kernel keeps exited threads'. */
 	} else {
 		/* First batch of this task, or the TID was reused by a newer
 		 * task: (re)start the record from this batch. */
@@ -209,11 +285,29 @@ static __always_inline void flush_slot(struct slot *s, struct nt_cpu *cs)
 }
 
 /*
+ * The flush as a global function: the verifier checks it once per program
+ * rather than once per path into it. Inlined, it made each exit program
+ * ~12,000 verified instructions and start-up cost a fifth of a second.
+ * It takes the slot index (a scalar, as global functions need) and finds
+ * this CPU's value itself.
+ */
+__noinline int nt_flush_slot(__u32 idx)
+{
+	struct pcpu *pc = get_pcpu();
+
+	if (!pc)
+		return 0;
+	flush_slot_body(&pc->slot[idx & 1], &pc->stats);
+	return 0;
+}
+
+/*
  * Returns slot `idx` claimed (busy) for the current task, flushing the
  * previous task's batch first; NULL when the slot is being flushed.
  */
-static __always_inline struct slot *claim_slot(struct slot *s, struct nt_cpu *cs)
+static __always_inline struct slot *claim_slot(struct pcpu *pc, __u32 idx)
 {
+	struct slot *s = &pc->slot[idx & 1];
 	__u64 id;
 	__u32 tid;
 
@@ -224,7 +318,7 @@ static __always_inline struct slot *claim_slot(struct slot *s, struct nt_cpu *cs
 	id = bpf_get_current_pid_tgid();
 	tid = (__u32)id;
 	if (!s->valid || s->tid != tid) {
-		flush_slot(s, cs);
+		nt_flush_slot(idx);
 		s->tid = tid;
 		s->val.tgid = id >> 32;
 		/* pid 0 is the per-CPU idle task: no start time. */
@@ -334,7 +428,7 @@ static __always_inline int on_hardirq_exit(void)
 		}
 	}
 
-	s = claim_slot(&pc->slot[SLOT_HARDIRQ], cs);
+	s = claim_slot(pc, SLOT_HARDIRQ);
 	if (!s) {
 		unattributed(cs, d);
 		return 0;
@@ -374,29 +468,44 @@ int BPF_PROG(raw_irq_out, int irq)
 	return on_hardirq_exit();
 }
 
-/* x86 system vectors: an entry/exit pair per vector, in both flavours. */
-#define SYSVEC(tp, short, kind)                                      \
-	SEC("tp_btf/" #tp "_entry")                                  \
-	int BPF_PROG(btf_##short##_in) { return on_hardirq_entry(kind); } \
-	SEC("tp_btf/" #tp "_exit")                                   \
-	int BPF_PROG(btf_##short##_out) { return on_hardirq_exit(); }   \
-	SEC("raw_tp/" #tp "_entry")                                  \
-	int BPF_PROG(raw_##short##_in) { return on_hardirq_entry(kind); } \
-	SEC("raw_tp/" #tp "_exit")                                   \
-	int BPF_PROG(raw_##short##_out) { return on_hardirq_exit(); }
+/*
+ * x86 system vectors: one raw_tp program pair, attached by user space to
+ * every irq_vectors:*_entry/_exit tracepoint this kernel has. One program
+ * for twelve tracepoints is verified once, not twelve times (start-up
+ * cost). The kind comes from the tracepoint's argument, the vector number
+ * (arch/x86/include/asm/irq_vectors.h; unchanged for a decade). An unknown
+ * vector is still timed and charged as a system vector, without a kind.
+ */
+static __always_inline __u32 sysvec_kind(__u64 vector)
+{
+	switch (vector) {
+	case 0xec: return SV_LOCAL_TIMER;
+	case 0xfd: return SV_RESCHEDULE;
+	case 0xfc: return SV_CALL_FUNCTION;
+	case 0xfb: return SV_CALL_FUNCTION_SINGLE;
+	case 0xf6: return SV_IRQ_WORK;
+	case 0xf7: return SV_X86_PLATFORM_IPI;
+	case 0xff: return SV_SPURIOUS_APIC;
+	case 0xfe: return SV_ERROR_APIC;
+	case 0xfa: return SV_THERMAL_APIC;
+	case 0xf9: return SV_THRESHOLD_APIC;
+	case 0xf4: return SV_DEFERRED_ERROR_APIC;
+	case 0xf8: return SV_REBOOT;
+	default: return NT_NR_SYSVEC_KINDS;
+	}
+}
 
-SYSVEC(local_timer, timer, SV_LOCAL_TIMER)
-SYSVEC(reschedule, resched, SV_RESCHEDULE)
-SYSVEC(call_function, callfn, SV_CALL_FUNCTION)
-SYSVEC(call_function_single, callfn1, SV_CALL_FUNCTION_SINGLE)
-SYSVEC(irq_work, irqwork, SV_IRQ_WORK)
-SYSVEC(x86_platform_ipi, platipi, SV_X86_PLATFORM_IPI)
-SYSVEC(spurious_apic, spurious, SV_SPURIOUS_APIC)
-SYSVEC(error_apic, errapic, SV_ERROR_APIC)
-SYSVEC(thermal_apic, thermal, SV_THERMAL_APIC)
-SYSVEC(threshold_apic, thresh, SV_THRESHOLD_APIC)
-SYSVEC(deferred_error_apic, deferr, SV_DEFERRED_ERROR_APIC)
-SYSVEC(reboot, reboot, SV_REBOOT)
+SEC("raw_tp")
+int sysvec_in(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_hardirq_entry(sysvec_kind(ctx->args[0]));
+}
+
+SEC("raw_tp")
+int sysvec_out(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_hardirq_exit();
+}
 
 /* ---------------------------------------------------------------- softirq */
 
@@ -528,7 +637,7 @@ static __always_inline int on_softirq_exit(__u32 vec)
 			cs->net_rx_max_ns = d;
 	}
 
-	s = claim_slot(&pc->slot[SLOT_SOFTIRQ], cs);
+	s = claim_slot(pc, SLOT_SOFTIRQ);
 	if (!s) {
 		unattributed(cs, d);
 		return 0;
@@ -642,16 +751,18 @@ int BPF_PROG(raw_napi_poll, struct napi_struct *napi, int work, int budget)
  * hash only ever grow, so a read racing with a flush sees a slightly older
  * total, never a double count or a negative delta.
  */
-static __always_inline void flush_one(struct slot *s, struct nt_cpu *cs)
+static __always_inline void flush_one(struct pcpu *pc, __u32 idx)
 {
+	struct slot *s = &pc->slot[idx & 1];
+
 	if (s->busy) {
 		/* We interrupted a program using it: next sample. */
-		__sync_fetch_and_add(&cs->flush_deferred, 1);
+		__sync_fetch_and_add(&pc->stats.flush_deferred, 1);
 		return;
 	}
 	s->busy = 1;
 	asm volatile("" ::: "memory");
-	flush_slot(s, cs);
+	nt_flush_slot(idx);
 	release_slot(s);
 }
 
@@ -662,7 +773,172 @@ int nettop_flush(void *ctx)
 
 	if (!pc)
 		return 0;
-	flush_one(&pc->slot[SLOT_HARDIRQ], &pc->stats);
-	flush_one(&pc->slot[SLOT_SOFTIRQ], &pc->stats);
+	flush_one(pc, SLOT_HARDIRQ);
+	flush_one(pc, SLOT_SOFTIRQ);
+	return 0;
+}
+
+/* -------------------------------------------------------------- task exit */
+
+/*
+ * A thread's interrupt time must outlive it: the kernel keeps exited
+ * threads' CPU times in signal_struct, and a process's totals here have to
+ * match what top reads from /proc/PID/stat. On exit the thread's record
+ * moves into its process's `exited` record and is deleted, so the task
+ * hash holds only live threads and user space never deletes per thread.
+ */
+static __always_inline void flush_if_task(struct pcpu *pc, __u32 idx, __u32 tid)
+{
+	struct slot *s = &pc->slot[idx & 1];
+
+	if (s->valid && s->tid == tid)
+		flush_one(pc, idx);
+}
+
+static __always_inline int on_task_exit(struct task_struct *p)
+{
+	struct pcpu *pc = get_pcpu();
+	struct nt_tomb tomb = {};
+	struct nt_task *t;
+	__u32 tid, tgid;
+
+	if (!pc)
+		return 0;
+	tid = BPF_CORE_READ(p, pid);
+	tgid = BPF_CORE_READ(p, tgid);
+	if (!tid)
+		return 0;
+	/* This CPU's batches of the thread reach its record first. */
+	flush_if_task(pc, SLOT_HARDIRQ, tid);
+	flush_if_task(pc, SLOT_SOFTIRQ, tid);
+
+	tomb.start_boottime = BPF_CORE_READ(p, start_boottime);
+	tomb.leader_start_boottime = BPF_CORE_READ(p, group_leader, start_boottime);
+	tomb.tgid = tgid;
+	/* do_exit() has already dropped signal->live for this thread. */
+	tomb.group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	/* Tomb first: from here on a batch another CPU flushes finds it. */
+	bpf_map_update_elem(&tombs, &tid, &tomb, BPF_ANY);
+
+	t = bpf_map_lookup_elem(&tasks, &tid);
+	if (t && t->start_boottime == tomb.start_boottime) {
+		if (!tomb.group_dead)
+			exited_add(tgid, tomb.leader_start_boottime, &t->acct, t);
+		bpf_map_delete_elem(&tasks, &tid);
+	}
+	if (tomb.group_dead)
+		bpf_map_delete_elem(&exited, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_task_exit, struct task_struct *p)
+{
+	return on_task_exit(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_task_exit, struct task_struct *p)
+{
+	return on_task_exit(p);
+}
+
+/* ----------------------------------------------------------- task sampler */
+
+/*
+ * One pass over every task (iter/task, kernel >= 5.8) emits a fixed-size
+ * record per thread with everything the model needs, joined with the
+ * thread's interrupt accounting, so a sample costs one read() loop instead
+ * of three /proc files per thread. Fields are read with CO-RE so older
+ * layouts (task->state before 5.14) load too.
+ */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+struct task_struct___cpu {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+SEC("iter/task")
+int sample_tasks(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct nt_task_rec r = {};
+	struct nt_task *t, *e = NULL;
+	struct signal_struct *sig;
+	__u32 key;
+
+	if (!task)
+		return 0;
+	/*
+	 * The iterator's task is a trusted BTF pointer: plain loads (CO-RE
+	 * relocated through vmlinux.h's preserve_access_index) cost a few ns,
+	 * a bpf_probe_read_kernel() per field costs ten times that, and this
+	 * runs once per thread on the host.
+	 */
+	r.tid = task->pid;
+	r.tgid = task->tgid;
+	r.start_boottime = task->start_boottime;
+	r.utime = task->utime;
+	r.stime = task->stime;
+	r.sum_exec_runtime = task->se.sum_exec_runtime;
+	r.run_delay = task->sched_info.run_delay;
+	/* In process mode a thread only adds its times (and interrupt
+	 * accounting, below) to its process: identity and process-wide fields
+	 * come from the group leader's record, and the pointer chasing they
+	 * cost is skipped for every other thread. */
+	if (!thread_rows && r.tid != r.tgid)
+		goto join;
+	r.rec_flags |= NT_REC_FULL;
+	sig = task->signal;
+	r.ppid = task->real_parent->tgid;
+	r.euid = task->cred->euid.val;
+	if (sig) {
+		r.sig_utime = sig->utime;
+		r.sig_stime = sig->stime;
+		r.sig_runtime = sig->sum_sched_runtime;
+		r.nr_threads = sig->nr_threads;
+	}
+	r.cgroup_id = task->cgroups->dfl_cgrp->kn->id;
+	if (bpf_core_field_exists(task->__state))
+		r.state = task->__state;
+	else
+		r.state = BPF_CORE_READ((struct task_struct___pre514 *)task, state);
+	r.exit_state = task->exit_state;
+	r.flags = task->flags;
+	if (bpf_core_field_exists(task->thread_info.cpu))
+		r.cpu = task->thread_info.cpu;
+	else
+		r.cpu = BPF_CORE_READ((struct task_struct___cpu *)task, cpu);
+	r.nr_cpus_allowed = task->nr_cpus_allowed;
+	/* The first 256 CPUs; user space asks the kernel for the rest when a
+	 * larger host has a task pinned (nr_cpus_allowed says so). */
+	bpf_core_read(&r.cpus_mask, sizeof(r.cpus_mask), &task->cpus_mask);
+	__builtin_memcpy(r.comm, task->comm, sizeof(r.comm));
+
+join:
+	key = r.tid;
+	t = bpf_map_lookup_elem(&tasks, &key);
+	if (t && t->start_boottime == r.start_boottime) {
+		r.rec_flags |= NT_REC_ACCT;
+		t->seen_gen = sample_gen;
+	} else {
+		t = NULL;
+	}
+	if (r.tid == r.tgid) {
+		key = r.tgid;
+		e = bpf_map_lookup_elem(&exited, &key);
+		if (e && e->start_boottime == r.start_boottime)
+			r.rec_flags |= NT_REC_EXITED;
+		else
+			e = NULL;
+	}
+	bpf_seq_write(seq, &r, sizeof(r));
+	if (t)
+		bpf_seq_write(seq, &t->acct, sizeof(t->acct));
+	if (e)
+		bpf_seq_write(seq, &e->acct, sizeof(e->acct));
 	return 0;
 }

@@ -29,13 +29,68 @@ struct nt_acct {
 	__u64 softirq_count[NT_NR_SOFTIRQS];
 };
 
-/* Value of the per-task hash, keyed by TID. */
+/* Value of the per-task hash, keyed by TID (and of the per-process
+ * `exited` hash, keyed by TGID, where start_boottime is the group leader's). */
 struct nt_task {
 	/* task->start_boottime: tells a reused TID from the task we counted. */
 	__u64 start_boottime;
 	__u32 tgid;
 	__u32 _pad;
+	/* Task sampler pass that last saw this entry: entries no pass sees
+	 * belong to nobody and are swept by user space. */
+	__u64 seen_gen;
 	struct nt_acct acct;
+};
+
+/* A thread that exited (sched_process_exit), kept until late batches
+ * from other CPUs' slots can no longer arrive (LRU: old ones fall out). */
+struct nt_tomb {
+	__u64 start_boottime;
+	__u64 leader_start_boottime;
+	__u32 tgid;
+	__u32 group_dead;
+};
+
+/*
+ * One task as the task sampler (iter/task) emits it (see NT_REC_FULL for
+ * which fields are filled). Followed by one
+ * struct nt_acct when NT_REC_ACCT is set (the thread's own interrupt
+ * accounting) and one more when NT_REC_EXITED is set (interrupt accounting
+ * of the group's threads that exited; only on the group leader's record).
+ */
+#define NT_REC_ACCT 1
+#define NT_REC_EXITED 2
+/* Identity and process-wide fields are filled (always with thread rows;
+ * otherwise only on the group leader's record). */
+#define NT_REC_FULL 4
+#define NT_REC_MASK_WORDS 4
+struct nt_task_rec {
+	__u32 tgid;
+	__u32 tid;
+	__u32 ppid;
+	__u32 euid;
+	__u64 start_boottime;
+	/* Raw, tick-sampled ns (task->utime/stime) and the scheduler's runtime:
+	 * user space scales them as cputime_adjust() does for /proc. */
+	__u64 utime;
+	__u64 stime;
+	__u64 sum_exec_runtime;
+	__u64 run_delay;
+	/* signal_struct: cumulative times of the group's exited threads. */
+	__u64 sig_utime;
+	__u64 sig_stime;
+	__u64 sig_runtime;
+	__u64 cgroup_id;
+	__u64 cpus_mask[NT_REC_MASK_WORDS];
+	__u32 state;
+	__u32 exit_state;
+	__u32 flags;
+	__u32 cpu;
+	__u32 nr_cpus_allowed;
+	__u32 nr_threads;
+	__u32 rec_flags;
+	__u32 _pad;
+	char comm[16];
 };
 
 /* Per-CPU cumulative counters (PERCPU_ARRAY, one slot). */

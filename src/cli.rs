@@ -51,7 +51,7 @@ pub struct Cli {
     pub pids: Vec<u32>,
 
     /// Show threads instead of processes.
-    #[arg(short = 'H', long = "threads", conflicts_with_all = ["record", "pinning_check"])]
+    #[arg(short = 'H', long = "threads", conflicts_with = "pinning_check")]
     pub threads: bool,
 
     /// Print one JSON object per frame (batch mode).

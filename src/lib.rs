@@ -14,6 +14,7 @@ pub mod model;
 pub mod output;
 pub mod pinning;
 pub mod record;
+pub mod rtnl;
 pub mod safefile;
 pub mod sanitize;
 pub mod signals;

@@ -86,12 +86,15 @@ impl Untrusted for Meta {
 /// the raw sample without being listed here.
 impl Untrusted for RawSample {
     fn sanitize(&mut self) {
-        for t in &mut self.tasks {
+        for t in self.tasks.iter_mut().chain(self.procs.iter_mut()) {
             clean_string(&mut t.comm);
             clean_string(&mut t.affinity);
             if is_unsafe(t.state) {
                 t.state = REPLACEMENT;
             }
+        }
+        for n in &mut self.notes {
+            clean_string(n);
         }
         for n in &mut self.napi {
             clean_string(&mut n.dev);
@@ -107,6 +110,7 @@ impl Untrusted for RawSample {
                 clean_string(m);
             }
             clean_string(&mut h.attach_mode);
+            clean_string(&mut h.task_source);
         }
     }
 }
@@ -238,6 +242,12 @@ mod tests {
     fn every_string_field_is_cleaned() {
         let mut s = synth::sample(3, 4, 2);
         s.tasks[0].state = '\x1b';
+        // Fields synth leaves empty, so that they are poisoned too.
+        s.procs = s.tasks.clone();
+        s.notes = vec!["note".into()];
+        if let Some(h) = &mut s.health {
+            h.task_source = "iter/task".into();
+        }
         let mut s: RawSample = poisoned(&serde_json::to_value(&s).unwrap());
         assert!(s.tasks[0].comm.contains('\x1b'), "poisoned");
         s.sanitize();

@@ -217,6 +217,7 @@ fn raw_task(x: &T, cur: bool, bpf: bool) -> RawTask {
                 IrqAcct::default()
             }
         }),
+        ..Default::default()
     }
 }
 
@@ -366,6 +367,7 @@ fn sample(cur: bool, bpf: bool) -> RawSample {
         source: if bpf { Source::Bpf } else { Source::ProcOnly },
         cpus,
         tasks,
+        procs: Vec::new(),
         napi: if !bpf {
             vec![]
         } else if cur {
@@ -398,6 +400,7 @@ fn sample(cur: bool, bpf: bool) -> RawSample {
             attach_mode: "tp_btf".into(),
             ..Default::default()
         }),
+        notes: vec![],
     }
 }
 
@@ -450,6 +453,25 @@ fn text_proc_only_marks_estimates() {
     assert!(text.contains("ESTIMATES (no BPF)"));
     assert!(text.contains("STOLEN~%"));
     snap("batch_text_proc_only_threads", &text);
+}
+
+/// A collector note (device counters from the sysfs fallback) reaches the
+/// health lines of text and JSON; without one, neither changes.
+#[test]
+fn collector_notes_are_shown() {
+    let note = "device counters from sysfs: rtnetlink socket: Permission denied";
+    for bpf in [true, false] {
+        let mut cur = sample(true, bpf);
+        cur.notes = vec![note.into()];
+        let f = compute(&host(), &sample(false, bpf), &cur);
+        let text = render_frame(&f, &opts(false));
+        assert!(text.contains(&format!("Note: {note}")), "{text}");
+        let back: Frame = serde_json::from_str(&render_json(&f, &[]).unwrap()).unwrap();
+        assert_eq!(back.health.notes, vec![note.to_string()]);
+        let plain = render_frame(&frame(bpf), &opts(false));
+        assert!(!plain.contains("Note:"), "{plain}");
+        assert!(!render_json(&frame(bpf), &[]).unwrap().contains("\"notes\""));
+    }
 }
 
 #[test]
@@ -593,7 +615,7 @@ fn binary_bad_sysroot_is_a_clear_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("/nonexistent-nettop/proc"), "{err}");
+    assert!(err.contains("/nonexistent-nettop/"), "{err}");
 }
 
 /// `nettop -b | head -c 100`: the reader goes away, nettop exits 0 quietly.
@@ -639,7 +661,7 @@ fn binary_live_bpf_json() {
         return;
     }
     let out = nettop()
-        .args(["-b", "--json", "-n", "2", "-d", "0.2"])
+        .args(["-b", "--json", "-H", "-n", "2", "-d", "0.2"])
         .output()
         .unwrap();
     if !out.status.success() {
@@ -658,7 +680,9 @@ fn binary_live_bpf_json() {
         assert_eq!(f.source, Source::Bpf);
         assert!(f.interval_s > 0.1 && f.interval_s < 1.0, "{}", f.interval_s);
         assert!(f.summary.cpus_online >= 1);
+        // -H: thread rows too (process mode emits none, see below).
         assert!(!f.threads.is_empty());
+        assert!(!f.processes.is_empty());
         assert!(
             f.cpus
                 .iter()
@@ -666,6 +690,33 @@ fn binary_live_bpf_json() {
                 .all(|c| c.idle_pct + c.usr_pct + c.sys_pct <= 100.0 + 1e-6)
         );
     }
+}
+
+/// Without -H a frame has one row per process and none per thread, so its
+/// size does not grow with the host's threads.
+#[test]
+fn binary_live_process_mode_has_no_thread_rows() {
+    let require = std::env::var("NETTOP_REQUIRE_BPF").is_ok_and(|v| v == "1");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!require, "NETTOP_REQUIRE_BPF=1 but not root");
+        eprintln!("SKIPPED: binary_live_process_mode_has_no_thread_rows needs root for BPF");
+        return;
+    }
+    let out = nettop()
+        .args(["-b", "--json", "-n", "1", "-d", "0.2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f: Frame = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert!(f.threads.is_empty());
+    assert!(f.processes.len() > 5);
+    assert!(f.summary.tasks as usize >= f.processes.len());
+    assert_eq!(f.health.task_source, "iter/task");
 }
 
 /// A mistyped `-p` is an error naming the PID, not an empty screen.

@@ -254,7 +254,16 @@ fn collector_output_is_sanitised() {
     .unwrap();
     let s = c.sample().unwrap();
     let ours = [a.0.id(), b.0.id()];
-    assert_eq!(s.tasks.iter().filter(|t| ours.contains(&t.tgid)).count(), 2);
+    let mut seen: Vec<u32> = s
+        .tasks
+        .iter()
+        .chain(&s.procs)
+        .map(|t| t.tgid)
+        .filter(|p| ours.contains(p))
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 2, "both processes sampled");
     let json = serde_json::to_string(&s).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     fn walk(v: &serde_json::Value) {

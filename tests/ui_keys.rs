@@ -407,3 +407,14 @@ fn goto_times_parse() {
         assert!(parse_goto(bad, now).is_err(), "{bad} accepted");
     }
 }
+
+/// Thread rows cost the collector per thread: it is asked for them only
+/// while the thread list or the tree is shown.
+#[test]
+fn thread_rows_are_requested_only_while_a_view_needs_them() {
+    let mut a = app(30);
+    assert_eq!(key(&mut a, KeyCode::Char('H')), Action::ThreadRows(true));
+    assert_eq!(key(&mut a, KeyCode::Char('t')), Action::ThreadRows(true));
+    assert_eq!(key(&mut a, KeyCode::Char('H')), Action::ThreadRows(true));
+    assert_eq!(key(&mut a, KeyCode::Char('t')), Action::ThreadRows(false));
+}

@@ -343,6 +343,19 @@ fn status_line_shows_pause_and_unknown_regime() {
 }
 
 #[test]
+fn status_line_shows_collector_notes() {
+    let mut a = app(250, 10, true);
+    let mut f = fixtures::idle_host();
+    f.health.notes = vec!["device counters from sysfs: rtnetlink socket: denied".into()];
+    a.push_frame(f);
+    let s = screen(&a, 250, 10);
+    assert!(
+        s.contains("device counters from sysfs: rtnetlink socket: denied"),
+        "{s}"
+    );
+}
+
+#[test]
 fn tiny_terminal_shows_a_note_and_never_panics() {
     let a = busy(10, 5);
     let s = screen(&a, 10, 5);

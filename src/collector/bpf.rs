@@ -24,7 +24,7 @@ use crate::model::raw::{BpfHealth, CpuNet, IrqAcct, NR_SOFTIRQS, ProgStat, RawNa
     unused_imports,
     unsafe_op_in_unsafe_fn
 )]
-mod skel {
+pub(super) mod skel {
     include!(concat!(env!("OUT_DIR"), "/nettop.skel.rs"));
 }
 
@@ -66,6 +66,8 @@ pub struct BpfOptions {
     pub test_clock: bool,
     /// Maximum number of tasks tracked (hash size).
     pub max_tasks: Option<u32>,
+    /// Do not load the task sampler (tests of the /proc path).
+    pub no_sampler: bool,
 }
 
 /// Per-task counters as the BPF hash holds them.
@@ -131,6 +133,15 @@ pub struct BpfCollector {
     _links: Vec<Link>,
     mode: AttachMode,
     missing: Vec<String>,
+    /// The task sampler's link (`iter/task`); each pass is a new iterator
+    /// on it. `None` when this kernel could not load it.
+    sampler: Option<Link>,
+    /// Why the task sampler is not available.
+    sampler_error: Option<String>,
+    /// Pass number written into the map entries each pass sees.
+    sample_gen: u64,
+    /// Entries no pass saw at the previous sweep: swept when still unseen.
+    stale: Vec<u32>,
     /// Holds `bpf_stats_enabled` on; the kernel restores it when closed.
     _stats_fd: Option<OwnedFd>,
 }
@@ -160,9 +171,16 @@ fn has_bpf_caps() -> bool {
     const CAP_BPF: u32 = 39;
     // Bytes, not a String: the Name: line is our comm, which is not UTF-8
     // when nettop was started through a non-UTF-8 path.
-    let Ok(status) = std::fs::read("/proc/self/status") else {
+    let mut status = Vec::new();
+    if crate::sysroot::read_bounded(
+        std::path::Path::new("/proc/self/status"),
+        &mut status,
+        crate::sysroot::MAX_FILE,
+    )
+    .is_err()
+    {
         return false;
-    };
+    }
     let status = String::from_utf8_lossy(&status);
     let eff = status
         .lines()
@@ -188,7 +206,9 @@ fn available_tracepoints(names: &[String]) -> Result<Vec<String>> {
 }
 
 /// Tracepoints whose entry and exit must be attached together, or neither:
-/// an entry without its exit would leave the nesting depth stuck.
+/// an entry without its exit would leave the nesting depth stuck. Only
+/// names whose twin is one of our programs pair (`sched_process_exit` has
+/// no entry).
 fn paired(tp: &str) -> Option<String> {
     if let Some(base) = tp.strip_suffix("_entry") {
         return Some(format!("{base}_exit"));
@@ -207,8 +227,21 @@ impl BpfCollector {
         };
         let mut errors = Vec::new();
         for mode in modes {
-            match Self::open_mode(opts, mode) {
-                Ok(c) => return Ok(c),
+            // The task sampler is optional (iter/task needs 5.8): one
+            // program that does not load fails the whole object, so try
+            // again without it and say why.
+            let mut sampler_error = opts.no_sampler.then(|| "disabled".to_string());
+            if sampler_error.is_none() {
+                match Self::open_mode(opts, mode, true) {
+                    Ok(c) => return Ok(c),
+                    Err(e) => sampler_error = Some(format!("{e:#}")),
+                }
+            }
+            match Self::open_mode(opts, mode, false) {
+                Ok(mut c) => {
+                    c.sampler_error = sampler_error;
+                    return Ok(c);
+                }
                 Err(e) => errors.push(format!("{}: {e:#}", mode.prefix())),
             }
         }
@@ -218,7 +251,7 @@ impl BpfCollector {
         ))
     }
 
-    fn open_mode(opts: &BpfOptions, mode: AttachMode) -> Result<Self> {
+    fn open_mode(opts: &BpfOptions, mode: AttachMode, sampler: bool) -> Result<Self> {
         // The skeleton borrows its OpenObject for its whole life; the
         // collector lives as long as the process, so the object is leaked
         // once per load instead of making BpfCollector self-referential.
@@ -255,15 +288,25 @@ impl BpfCollector {
             .filter_map(|s| s.strip_prefix(&format!("{}/", mode.prefix())))
             .map(str::to_string)
             .collect();
-        let present = available_tracepoints(&wanted_tps)?;
+        // System vectors share one raw_tp pair (sysvec_in/sysvec_out),
+        // attached below to each entry/exit this kernel has.
+        let sysvec_tps: Vec<String> = SYSVEC_KINDS
+            .iter()
+            .flat_map(|k| [format!("{k}_entry"), format!("{k}_exit")])
+            .collect();
+        let all_tps: Vec<String> = wanted_tps.iter().chain(&sysvec_tps).cloned().collect();
+        let present = available_tracepoints(&all_tps)?;
         let usable = |tp: &str| {
             present.iter().any(|p| p == tp)
-                && paired(tp).is_none_or(|other| present.contains(&other))
+                && paired(tp)
+                    .filter(|other| all_tps.contains(other))
+                    .is_none_or(|other| present.contains(&other))
         };
-        let missing: Vec<String> = wanted_tps
+        let missing: Vec<String> = all_tps.iter().filter(|tp| !usable(tp)).cloned().collect();
+        let sysvecs: Vec<&str> = SYSVEC_KINDS
             .iter()
-            .filter(|tp| !usable(tp))
-            .cloned()
+            .copied()
+            .filter(|k| usable(&format!("{k}_entry")))
             .collect();
         for core in ["softirq_entry", "softirq_exit", "softirq_raise"] {
             if !usable(core) {
@@ -273,6 +316,7 @@ impl BpfCollector {
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
             let load = match section.split_once('/') {
+                Some(("iter", _)) => sampler && !opts.test_clock,
                 Some((flavour, tp)) => flavour == mode.prefix() && usable(tp),
                 None => section == "raw_tp",
             };
@@ -302,6 +346,7 @@ impl BpfCollector {
         };
 
         let mut links = Vec::new();
+        let mut sampler_link = None;
         if !opts.test_clock {
             // Exits first, entries last: an entry live before its exit could
             // see an interrupt whose exit it never sees.
@@ -320,10 +365,34 @@ impl BpfCollector {
                     1
                 }
             });
+            let by_name = |name: &str| {
+                skel.object()
+                    .progs_mut()
+                    .find(|p| p.name() == name && p.autoload())
+                    .ok_or_else(|| anyhow!("program {name} not loaded"))
+            };
+            for k in &sysvecs {
+                let tp = format!("{k}_exit");
+                let link = by_name("sysvec_out")?
+                    .attach_raw_tracepoint(&tp)
+                    .with_context(|| format!("attaching raw_tp/{tp}"))?;
+                links.push(link);
+            }
             for prog in progs {
                 let link = prog
                     .attach()
                     .with_context(|| format!("attaching {}", prog.section().to_string_lossy()))?;
+                if prog.section().to_string_lossy().starts_with("iter/") {
+                    sampler_link = Some(link);
+                } else {
+                    links.push(link);
+                }
+            }
+            for k in &sysvecs {
+                let tp = format!("{k}_entry");
+                let link = by_name("sysvec_in")?
+                    .attach_raw_tracepoint(&tp)
+                    .with_context(|| format!("attaching raw_tp/{tp}"))?;
                 links.push(link);
             }
         }
@@ -332,6 +401,10 @@ impl BpfCollector {
             _links: links,
             mode,
             missing,
+            sampler: sampler_link,
+            sampler_error: None,
+            sample_gen: 0,
+            stale: Vec::new(),
             _stats_fd: stats_fd,
         })
     }
@@ -358,15 +431,33 @@ impl BpfCollector {
     /// Reads all counters. `online` are the CPUs to flush first.
     pub fn read(&self, online: &CpuSet) -> Result<Readout> {
         self.flush(online);
+        self.read_counters(true)
+    }
+
+    /// Reads the counters without flushing first; the task hash only with
+    /// `with_tasks` (the task sampler joins it in the kernel instead).
+    pub fn read_counters(&self, with_tasks: bool) -> Result<Readout> {
         let mut out = Readout {
             cpus: self.read_cpus()?,
-            tasks: self.read_tasks()?,
+            tasks: if with_tasks {
+                self.read_tasks()?
+            } else {
+                HashMap::new()
+            },
             napi: self.read_napi()?,
             ..Default::default()
         };
+        let (exited_lost, exited_lost_ns) = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref()
+            .map_or((0, 0), |b| (b.exited_lost, b.exited_lost_ns));
         let mut h = BpfHealth {
             attach_mode: self.mode.prefix().to_string(),
             missing_tracepoints: self.missing.clone(),
+            exited_lost,
+            exited_lost_ns,
             ..Default::default()
         };
         for c in &out.cpus {
@@ -423,30 +514,117 @@ impl BpfCollector {
             .collect())
     }
 
-    fn read_tasks(&self) -> Result<HashMap<u32, TaskCounters>> {
+    /// The whole task hash in batches (the /proc path joins it by TID).
+    fn task_entries(&self) -> Result<Vec<(u32, types::nt_task)>> {
         let map = &self.skel.maps.tasks;
-        let mut out = HashMap::new();
-        for key in map.keys() {
-            let Some(bytes) = map
-                .lookup(&key, MapFlags::ANY)
-                .context("reading the task map")?
-            else {
-                continue; // deleted between keys() and lookup()
-            };
-            let (Some(tid), Some(v)) = (u32_from(&key), from_bytes::<types::nt_task>(&bytes))
-            else {
-                continue;
-            };
-            out.insert(
-                tid,
-                TaskCounters {
+        Ok(map
+            .lookup_batch(4096, MapFlags::ANY, MapFlags::ANY)
+            .context("reading the task map")?
+            .filter_map(|(k, v)| Some((u32_from(&k)?, from_bytes::<types::nt_task>(&v)?)))
+            .collect())
+    }
+
+    fn read_tasks(&self) -> Result<HashMap<u32, TaskCounters>> {
+        Ok(self
+            .task_entries()?
+            .into_iter()
+            .map(|(tid, v)| {
+                let c = TaskCounters {
                     tgid: v.tgid,
                     start_boottime_ns: v.start_boottime,
                     acct: acct_from(&v.acct),
-                },
-            );
+                };
+                (tid, c)
+            })
+            .collect())
+    }
+
+    /// Exited threads' interrupt accounting per process: (TGID, leader's
+    /// start time in ns, accounting). One batch read of a small map.
+    pub fn read_exited(&self) -> Result<Vec<(u32, u64, IrqAcct)>> {
+        Ok(self
+            .skel
+            .maps
+            .exited
+            .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)
+            .context("reading the exited-thread map")?
+            .filter_map(|(k, v)| {
+                let v = from_bytes::<types::nt_task>(&v)?;
+                Some((u32_from(&k)?, v.start_boottime, acct_from(&v.acct)))
+            })
+            .collect())
+    }
+
+    /// Whether tasks come from the in-kernel sampler, and if not, why.
+    pub fn sampler_status(&self) -> Result<(), String> {
+        match (&self.sampler, &self.sampler_error) {
+            (Some(_), _) => Ok(()),
+            (None, Some(e)) => Err(e.clone()),
+            (None, None) => Err("not loaded".into()),
         }
-        Ok(out)
+    }
+
+    /// One task sampler pass into `buf` (raw records, see
+    /// `collector::taskiter`). `false` when there is no sampler.
+    /// With `thread_rows` every record is complete; without, only group
+    /// leaders' are (the others carry just what their process sums).
+    pub fn sample_tasks(&mut self, buf: &mut Vec<u8>, thread_rows: bool) -> Result<bool> {
+        let Some(link) = &self.sampler else {
+            return Ok(false);
+        };
+        self.sample_gen += 1;
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.sample_gen = self.sample_gen;
+            bss.thread_rows = u32::from(thread_rows);
+        }
+        let mut it = libbpf_rs::Iter::new(link).context("starting a task sampler pass")?;
+        buf.clear();
+        std::io::Read::read_to_end(&mut it, buf).context("reading the task sampler")?;
+        Ok(true)
+    }
+
+    /// Deletes task records nobody owns any more. Exits are handled in the
+    /// kernel (sched_process_exit), so this only catches strays: a batch
+    /// flushed after its task's tomb fell out, or a TID reused in between.
+    /// An entry is deleted when two sweeps in a row find it not live, so a
+    /// task created between a pass and a sweep is never mistaken for one.
+    /// With the sampler, live = seen by a recent pass; otherwise `live_tids`.
+    pub fn sweep(&mut self, live_tids: Option<&std::collections::HashSet<u32>>) -> Result<usize> {
+        let pass = self.sample_gen;
+        let sampled = self.sampler.is_some();
+        let stale: Vec<u32> = self
+            .task_entries()?
+            .into_iter()
+            .filter(|(tid, v)| {
+                *tid != 0
+                    && if sampled {
+                        v.seen_gen.saturating_add(2) < pass
+                    } else {
+                        live_tids.is_some_and(|l| !l.contains(tid))
+                    }
+            })
+            .map(|(tid, _)| tid)
+            .collect();
+        let prev: std::collections::HashSet<u32> =
+            std::mem::take(&mut self.stale).into_iter().collect();
+        let (gone, keep): (Vec<u32>, Vec<u32>) = stale.into_iter().partition(|t| prev.contains(t));
+        self.stale = keep;
+        if !gone.is_empty() {
+            let map = &self.skel.maps.tasks;
+            let keys: Vec<u8> = gone.iter().flat_map(|t| t.to_ne_bytes()).collect();
+            let n = u32::try_from(gone.len()).unwrap_or(u32::MAX);
+            // A batch delete stops at the first key that is already gone
+            // (its task exited meanwhile); then the rest go one by one.
+            if map
+                .delete_batch(&keys, n, MapFlags::ANY, MapFlags::ANY)
+                .is_err()
+            {
+                for t in &gone {
+                    let _ = map.delete(&t.to_ne_bytes());
+                }
+            }
+        }
+        Ok(gone.len())
     }
 
     fn read_napi(&self) -> Result<Vec<RawNapi>> {
@@ -486,14 +664,6 @@ impl BpfCollector {
         Ok(out)
     }
 
-    /// Drops per-task records of tasks that exited, so the hash never fills
-    /// with the dead.
-    pub fn forget(&self, tids: &[u32]) {
-        for tid in tids {
-            let _ = self.skel.maps.tasks.delete(&tid.to_ne_bytes());
-        }
-    }
-
     fn prog_infos(&self) -> Vec<(String, libbpf_sys::bpf_prog_info)> {
         let mut out = Vec::new();
         for prog in self.skel.object().progs() {
@@ -518,7 +688,7 @@ impl BpfCollector {
     pub fn prog_stats(&self) -> Vec<ProgStat> {
         self.prog_infos()
             .into_iter()
-            .filter(|(name, _)| name != "nettop_flush")
+            .filter(|(name, _)| name != "nettop_flush" && name != "sample_tasks")
             .map(|(name, i)| ProgStat {
                 name,
                 run_cnt: i.run_cnt,
@@ -547,11 +717,26 @@ impl BpfCollector {
     /// on `cpu` with the tracepoint's arguments.
     pub fn run_tracepoint(&self, tracepoint: &str, cpu: u32, args: &[u64]) -> Result<()> {
         let section = format!("{}/{tracepoint}", self.mode.prefix());
+        // System vectors share one program pair (see bpf/nettop.bpf.c).
+        let shared = SYSVEC_KINDS.iter().find_map(|k| {
+            let rest = tracepoint.strip_prefix(k)?;
+            match rest {
+                "_entry" => Some("sysvec_in"),
+                "_exit" => Some("sysvec_out"),
+                _ => None,
+            }
+        });
         let prog = self
             .skel
             .object()
             .progs_mut()
-            .find(|p| p.section().to_string_lossy() == section && p.autoload())
+            .find(|p| {
+                p.autoload()
+                    && match shared {
+                        Some(name) => p.name() == name,
+                        None => p.section().to_string_lossy() == section,
+                    }
+            })
             .ok_or_else(|| anyhow!("no loaded program for {section}"))?;
         let mut ctx: Vec<u8> = args.iter().flat_map(|a| a.to_ne_bytes()).collect();
         let input = libbpf_rs::ProgramInput {
@@ -571,7 +756,7 @@ impl BpfCollector {
     }
 }
 
-fn acct_from(a: &types::nt_acct) -> IrqAcct {
+pub(super) fn acct_from(a: &types::nt_acct) -> IrqAcct {
     let mut softirq_ns = [[0u64; NR_SOFTIRQS]; SOFTIRQ_CTX];
     for (dst, src) in softirq_ns.iter_mut().zip(a.softirq_ns.iter()) {
         dst.copy_from_slice(src);
@@ -588,7 +773,7 @@ fn acct_from(a: &types::nt_acct) -> IrqAcct {
 
 /// Plain-old-data read of a map value. `None` when the buffer is short (a
 /// mismatch between bpf/nettop.h and the skeleton would show up here).
-fn from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
+pub(super) fn from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
     if bytes.len() < std::mem::size_of::<T>() {
         return None;
     }
@@ -602,7 +787,7 @@ fn u32_from(bytes: &[u8]) -> Option<u32> {
     Some(u32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
 }
 
-fn c_str(raw: &[i8]) -> String {
+pub(super) fn c_str(raw: &[i8]) -> String {
     let bytes: Vec<u8> = raw
         .iter()
         .take_while(|&&c| c != 0)

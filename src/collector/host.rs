@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use crate::cpuset::CpuSet;
 use crate::model::raw::{HostInfo, Regime};
-use crate::sysroot::Sysroot;
+use crate::sysroot::{MAX_FILE, Sysroot, open_nonblocking, read_bounded, read_string_bounded};
 
 const OPTION: &str = "CONFIG_IRQ_TIME_ACCOUNTING";
 
@@ -79,20 +79,20 @@ pub fn regime_from_config(text: impl BufRead) -> Option<Regime> {
 /// architecture cannot select it) is not trusted either way: Unknown.
 fn detect_regime(root: &Sysroot, release: &str) -> (Regime, String) {
     let gz = root.path("/proc/config.gz");
-    if let Ok(f) = std::fs::File::open(&gz) {
-        let dec = flate2::read::GzDecoder::new(f);
+    if let Ok(f) = open_nonblocking(&gz) {
+        // Bounded like every read under the root: a decompressed config is
+        // ~300 KB, and a truncated one only means "Unknown".
+        let dec = flate2::read::GzDecoder::new(f).take(MAX_FILE);
         if let Some(r) = regime_from_config(BufReader::new(dec)) {
             return (r, "/proc/config.gz".into());
         }
     }
     if !release.is_empty() && !release.contains('/') {
         let abs = format!("/boot/config-{release}");
-        if let Ok(mut f) = std::fs::File::open(root.path(&abs)) {
-            let mut text = Vec::new();
-            if f.read_to_end(&mut text).is_ok() {
-                if let Some(r) = regime_from_config(&text[..]) {
-                    return (r, abs);
-                }
+        let mut text = Vec::new();
+        if read_bounded(&root.path(&abs), &mut text, MAX_FILE).is_ok() {
+            if let Some(r) = regime_from_config(&text[..]) {
+                return (r, abs);
             }
         }
     }
@@ -118,7 +118,7 @@ fn cpu_nodes(root: &Sysroot, nr_cpus: u32) -> Vec<u32> {
                 continue;
             };
             nodes_seen.insert(node);
-            let Ok(list) = std::fs::read_to_string(e.path().join("cpulist")) else {
+            let Ok(list) = read_string_bounded(&e.path().join("cpulist"), MAX_FILE) else {
                 continue;
             };
             if let Ok(set) = CpuSet::parse_list(&list) {

@@ -3,13 +3,14 @@
 
 pub mod bpf;
 pub mod host;
+pub mod netdev;
 pub mod procfs;
+pub mod taskiter;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cpuset::CpuSet;
 use crate::model::raw::{HostInfo, RawSample, Source};
 use crate::sanitize::Untrusted;
 use crate::sysroot::Sysroot;
@@ -24,7 +25,29 @@ pub struct CollectorOptions {
     pub pids: Vec<u32>,
     /// Keep kernel BPF run-time stats on while running.
     pub bpf_stats: bool,
+    /// Thread rows too (`-H`, tree view). Without it a sample holds one
+    /// row per process and costs nothing per thread beyond the kernel's.
+    pub threads: bool,
+    /// Read tasks from /proc even when the in-kernel sampler loads.
+    pub no_task_sampler: bool,
 }
+
+impl CollectorOptions {
+    /// The options every live mode takes from the command line.
+    pub fn from_cli(cli: &crate::cli::Cli) -> Self {
+        Self {
+            sysroot: Sysroot::new(&cli.sysroot),
+            no_bpf: cli.no_bpf,
+            pids: cli.pids.clone(),
+            bpf_stats: cli.bpf_stats,
+            threads: cli.threads,
+            no_task_sampler: std::env::var_os("NETTOP_NO_TASK_SAMPLER").is_some(),
+        }
+    }
+}
+
+/// How often stray task records are swept (samples).
+const SWEEP_EVERY: u64 = 60;
 
 /// The live source of [`RawSample`]s.
 pub struct Collector {
@@ -32,6 +55,12 @@ pub struct Collector {
     host: HostInfo,
     bpf: Option<BpfCollector>,
     seq: u64,
+    /// Why tasks come from /proc although BPF runs (None: the sampler).
+    proc_reason: Option<String>,
+    /// The task sampler's raw records, reused between samples.
+    buf: Vec<u8>,
+    /// Task-hash overflows seen at the last sweep.
+    map_full_seen: u64,
 }
 
 impl Collector {
@@ -50,21 +79,44 @@ impl Collector {
                     opts.sysroot.root().display()
                 );
             }
-            let tasks =
-                procfs::read_tasks(&opts.sysroot, &[]).context("listing ksoftirqd threads")?;
-            let ksoftirqd = procfs::find_ksoftirqd(&tasks).into_iter().collect();
+            let ks = procfs::read_ksoftirqd(&opts.sysroot).context("listing ksoftirqd threads")?;
+            let ksoftirqd = procfs::find_ksoftirqd(&ks).into_iter().collect();
+            let pidns = nested_pid_namespace();
             Some(BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
+                max_tasks: Some(task_map_size(thread_count(&opts.sysroot))),
+                no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()
             })?)
+        };
+        let proc_reason = match &bpf {
+            None => Some("no BPF".to_string()),
+            Some(b) => b.sampler_status().err().map(|e| {
+                if opts.no_task_sampler {
+                    "NETTOP_NO_TASK_SAMPLER is set".to_string()
+                } else if nested_pid_namespace() {
+                    "nettop runs in a child PID namespace: the task sampler sees host PIDs"
+                        .to_string()
+                } else {
+                    format!("task sampler unavailable: {e}")
+                }
+            }),
         };
         Ok(Self {
             opts,
             host,
             bpf,
             seq: 0,
+            proc_reason,
+            buf: Vec::new(),
+            map_full_seen: 0,
         })
+    }
+
+    /// Thread rows on or off from the next sample on (the TUI's `H`/`t`).
+    pub fn set_threads(&mut self, on: bool) {
+        self.opts.threads = on;
     }
 
     pub fn host(&self) -> &HostInfo {
@@ -82,9 +134,36 @@ impl Collector {
     /// Takes one snapshot of every counter.
     pub fn sample(&mut self) -> Result<RawSample> {
         let root = &self.opts.sysroot;
-        let mut tasks = procfs::read_tasks(root, &self.opts.pids)?;
-        let mut cpus = procfs::read_cpus(root, &tasks)?;
-        let devices = procfs::read_devices(root).unwrap_or_default();
+        let online = procfs::read_online(root)?;
+        // Slot batches reach the task hash before anything reads it.
+        if let Some(bpf) = &self.bpf {
+            bpf.flush(&online);
+        }
+        let sampled = match &mut self.bpf {
+            Some(bpf) => bpf.sample_tasks(&mut self.buf, self.opts.threads)?,
+            None => false,
+        };
+        let mut exited_irq: Vec<(u32, crate::model::raw::IrqAcct)> = Vec::new();
+        let (mut tasks, mut procs, bad_records) = if sampled {
+            let set = taskiter::decode(
+                &self.buf,
+                &taskiter::DecodeOptions {
+                    threads: self.opts.threads,
+                    pids: &self.opts.pids,
+                    clk_tck: self.host.clk_tck,
+                    nr_cpus: self.host.nr_cpus,
+                },
+            );
+            (set.threads, set.procs, set.bad_records)
+        } else {
+            (procfs::read_tasks(root, &self.opts.pids)?, Vec::new(), 0)
+        };
+        let ksoftirqd_from = if tasks.is_empty() { &procs } else { &tasks };
+        let mut cpus = procfs::read_cpus(root, ksoftirqd_from)?;
+        let netdev::DeviceRead {
+            devices,
+            note: devices_note,
+        } = netdev::read_devices(root);
         let mono_ns = monotonic_ns();
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -93,37 +172,73 @@ impl Collector {
 
         let mut napi = Vec::new();
         let mut health = None;
-        if let Some(bpf) = &self.bpf {
-            let online = CpuSet::from_cpus(cpus.iter().filter(|c| c.online).map(|c| c.cpu));
-            let r = bpf.read(&online)?;
+        if let Some(bpf) = &mut self.bpf {
+            let r = bpf.read_counters(!sampled)?;
             for cpu in cpus.iter_mut() {
                 if let Some(c) = r.cpus.get(cpu.cpu as usize) {
                     cpu.irq = Some(c.acct.clone());
                     cpu.net = Some(c.net.clone());
                 }
             }
-            // A task only gets counters whose start time is its own: a
-            // reused TID must not inherit a dead task's interrupt time.
-            let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
-            for t in tasks.iter_mut() {
-                if let Some(c) = r.tasks.get(&t.tid) {
-                    if c.start_boottime_ns / ns_per_tick == t.start_ticks {
-                        t.irq = Some(c.acct.clone());
+            if !sampled {
+                // A task only gets counters whose start time is its own: a
+                // reused TID must not inherit a dead task's interrupt time.
+                let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
+                for t in tasks.iter_mut() {
+                    if let Some(c) = r.tasks.get(&t.tid) {
+                        if c.start_boottime_ns / ns_per_tick == t.start_ticks {
+                            t.irq = Some(c.acct.clone());
+                        }
                     }
                 }
             }
-            let dead: Vec<u32> = r
-                .tasks
-                .keys()
-                .copied()
-                .filter(|&tid| tid != 0 && !root.path(format!("/proc/{tid}")).exists())
-                .collect();
-            bpf.forget(&dead);
+            // Exited threads' interrupt time, kept per process in the kernel.
+            if !sampled {
+                let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
+                for (tgid, leader_start, acct) in bpf.read_exited()? {
+                    let leader = tasks
+                        .iter()
+                        .any(|t| t.tid == tgid && leader_start / ns_per_tick == t.start_ticks);
+                    if leader {
+                        exited_irq.push((tgid, acct));
+                    }
+                }
+            }
+            // Exits are handled in the kernel; strays are swept now and
+            // then, or at once when the hash overflowed.
+            let overflowed = r.health.map_full > self.map_full_seen;
+            if overflowed || self.seq % SWEEP_EVERY == SWEEP_EVERY - 1 {
+                self.map_full_seen = r.health.map_full;
+                let live: Option<std::collections::HashSet<u32>> = (!sampled
+                    && self.opts.pids.is_empty())
+                .then(|| tasks.iter().map(|t| t.tid).collect());
+                if sampled || live.is_some() {
+                    bpf.sweep(live.as_ref())?;
+                }
+            }
             napi = r.napi;
-            health = Some(r.health);
+            let mut h = r.health;
+            h.task_source = match &self.proc_reason {
+                None => "iter/task".into(),
+                Some(why) => format!("/proc ({why})"),
+            };
+            h.bad_records = bad_records;
+            health = Some(h);
+        }
+        tasks.sort_by_key(|t| (t.tgid, t.tid));
+        if !sampled {
+            // The /proc path: process totals as /proc/PID/stat has them.
+            procs = procfs::process_totals(root, &tasks);
+            for (tgid, acct) in exited_irq {
+                if let Ok(i) = procs.binary_search_by_key(&tgid, |p| p.tgid) {
+                    procs[i].irq.get_or_insert_with(Default::default).add(&acct);
+                }
+            }
+            if !self.opts.threads {
+                tasks.clear();
+            }
         }
         self.seq += 1;
-        tasks.sort_by_key(|t| (t.tgid, t.tid));
         let mut sample = RawSample {
             seq: self.seq,
             mono_ns,
@@ -131,15 +246,49 @@ impl Collector {
             source: self.source(),
             cpus,
             tasks,
+            procs,
             napi,
             devices,
             health,
+            notes: devices_note.into_iter().collect(),
         };
         // The boundary: names chosen by other users and drivers are made
         // safe to print before any front end or recording sees them.
         sample.sanitize();
         Ok(sample)
     }
+}
+
+/// Task-hash size: records exist only for tasks that were interrupted, but
+/// on a busy host that can be most of them. Room for twice today's threads,
+/// at least the default, and bounded (each entry is ~0.5 KiB of kernel
+/// memory, preallocated). A full hash is reported in health, never silent.
+fn task_map_size(threads_now: usize) -> u32 {
+    let want = threads_now.saturating_mul(2).clamp(32_768, 1 << 20);
+    u32::try_from(want.next_power_of_two()).unwrap_or(1 << 20)
+}
+
+/// Threads on the host now, from /proc/loadavg ("1/2345"): one small read.
+fn thread_count(root: &Sysroot) -> usize {
+    root.read_opt("/proc/loadavg")
+        .and_then(|s| {
+            let field = s.split_ascii_whitespace().nth(3)?;
+            field.split_once('/')?.1.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// True when nettop's PID namespace is not the initial one: the kernel's
+/// task walk reports PIDs of the initial namespace, /proc here does not.
+fn nested_pid_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .map(|v| v.split_ascii_whitespace().count() > 1)
+        })
+        .unwrap_or(false)
 }
 
 /// A mistyped `-p` would otherwise show an empty, healthy-looking screen

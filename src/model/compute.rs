@@ -105,21 +105,6 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
     out
 }
 
-fn irq_add(a: &mut IrqAcct, b: &IrqAcct) {
-    a.hardirq_ns = a.hardirq_ns.saturating_add(b.hardirq_ns);
-    a.hardirq_count = a.hardirq_count.saturating_add(b.hardirq_count);
-    a.sysvec_ns = a.sysvec_ns.saturating_add(b.sysvec_ns);
-    a.sysvec_count = a.sysvec_count.saturating_add(b.sysvec_count);
-    for ctx in 0..SOFTIRQ_CTX {
-        for v in 0..NR_SOFTIRQS {
-            a.softirq_ns[ctx][v] = a.softirq_ns[ctx][v].saturating_add(b.softirq_ns[ctx][v]);
-        }
-    }
-    for v in 0..NR_SOFTIRQS {
-        a.softirq_count[v] = a.softirq_count[v].saturating_add(b.softirq_count[v]);
-    }
-}
-
 fn ctx_sum(a: &IrqAcct, ctx: usize) -> u64 {
     a.softirq_ns[ctx]
         .iter()
@@ -269,7 +254,7 @@ impl TaskDelta {
     fn add(&mut self, o: &TaskDelta) {
         self.ticks = self.ticks.saturating_add(o.ticks);
         self.on_cpu_ns = self.on_cpu_ns.saturating_add(o.on_cpu_ns);
-        irq_add(&mut self.irq, &o.irq);
+        self.irq.add(&o.irq);
         self.est_hardirq_ns += o.est_hardirq_ns;
         self.est_stolen_ns += o.est_stolen_ns;
         self.unexpl_ns += o.unexpl_ns;
@@ -586,7 +571,42 @@ fn health_view(ctx: &Ctx, prev: &RawSample, cur: &RawSample) -> HealthView {
         missing_tracepoints: c.missing_tracepoints.clone(),
         attach_mode: c.attach_mode.clone(),
         bpf_cpu_pct: stats_on.then(|| ctx.pct_ns(bpf_ns as f64)),
+        task_source: c.task_source.clone(),
+        exited_lost: d(p.exited_lost, c.exited_lost),
+        bad_records: c.bad_records,
+        notes: Vec::new(),
     }
+}
+
+/// Process rows summed from thread rows (samples without process totals).
+fn group_threads(ctx: &Ctx, cur: &RawSample, deltas: &[TaskDelta]) -> Vec<TaskView> {
+    let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, t) in cur.tasks.iter().enumerate() {
+        groups.entry(t.tgid).or_default().push(i);
+    }
+    groups
+        .iter()
+        .filter_map(|(&tgid, idx)| {
+            let first = *idx.first()?;
+            let leader_i = idx
+                .iter()
+                .copied()
+                .find(|&i| cur.tasks[i].tid == tgid)
+                .unwrap_or(first);
+            let mut sum = TaskDelta::default();
+            for d in idx.iter().filter_map(|&i| deltas.get(i)) {
+                sum.add(d);
+            }
+            let m = Meta {
+                pid: tgid,
+                tid: tgid,
+                is_process: true,
+                leader: &cur.tasks[leader_i],
+                nr_threads: u32::try_from(idx.len()).unwrap_or(u32::MAX),
+            };
+            Some(task_view(ctx, &m, &sum))
+        })
+        .collect()
 }
 
 /// Computes one frame from two consecutive samples (see the module docs for
@@ -607,14 +627,29 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         .map(|t| ((t.tid, t.start_ticks), t))
         .collect();
 
-    // CPUs, with ksoftirqd/N's on-CPU time found through this sample's TID.
-    let by_tid: HashMap<u32, &RawTask> = cur.tasks.iter().map(|t| (t.tid, t)).collect();
+    // Process totals (newer samples): keyed like threads, by their leader.
+    let prev_procs: HashMap<(u32, u64), &RawTask> = prev
+        .procs
+        .iter()
+        .map(|t| ((t.tid, t.start_ticks), t))
+        .collect();
+
+    // CPUs, with ksoftirqd/N's on-CPU time found through this sample's TID
+    // (a thread row, or in process mode its single-threaded process row).
+    let by_tid: HashMap<u32, &RawTask> = cur
+        .procs
+        .iter()
+        .chain(&cur.tasks)
+        .map(|t| (t.tid, t))
+        .collect();
     let ksoftirqd_ns = |c: &RawCpu| -> u64 {
         let Some(t) = c.ksoftirqd_tid.and_then(|tid| by_tid.get(&tid)) else {
             return 0;
         };
+        let key = (t.tid, t.start_ticks);
         let p = prev_tasks
-            .get(&(t.tid, t.start_ticks))
+            .get(&key)
+            .or_else(|| prev_procs.get(&key))
             .map_or(0, |p| p.on_cpu_ns);
         d(p, t.on_cpu_ns)
     };
@@ -631,9 +666,22 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         .collect();
 
     let cur_keys: HashSet<(u32, u64)> = cur.tasks.iter().map(|t| (t.tid, t.start_ticks)).collect();
-    let vanished = prev_tasks.keys().filter(|k| !cur_keys.contains(k)).count();
-    let deltas: Vec<TaskDelta> = cur
-        .tasks
+    let cur_proc_keys: HashSet<(u32, u64)> =
+        cur.procs.iter().map(|t| (t.tid, t.start_ticks)).collect();
+    let vanished = prev_tasks.keys().filter(|k| !cur_keys.contains(k)).count()
+        + prev_procs
+            .keys()
+            .filter(|k| !cur_proc_keys.contains(k))
+            .count();
+    // Thread rows need thread rows before them: after a switch from process
+    // to thread mode the first interval has no baseline, and showing whole
+    // lifetimes as one interval would be a wrong number.
+    let thread_rows: &[RawTask] = if prev.tasks.is_empty() && !prev.procs.is_empty() {
+        &[]
+    } else {
+        &cur.tasks
+    };
+    let deltas: Vec<TaskDelta> = thread_rows
         .iter()
         .map(|t| {
             task_delta(
@@ -645,8 +693,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         })
         .collect();
 
-    let mut threads: Vec<TaskView> = cur
-        .tasks
+    let mut threads: Vec<TaskView> = thread_rows
         .iter()
         .zip(&deltas)
         .map(|(t, td)| {
@@ -662,34 +709,32 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         .collect();
     threads.sort_by_key(|t| (t.pid, t.tid));
 
-    // Processes: sums of their threads; identity from the leader.
-    let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for (i, t) in cur.tasks.iter().enumerate() {
-        groups.entry(t.tgid).or_default().push(i);
-    }
-    let processes: Vec<TaskView> = groups
-        .iter()
-        .filter_map(|(&tgid, idx)| {
-            let first = *idx.first()?;
-            let leader_i = idx
-                .iter()
-                .copied()
-                .find(|&i| cur.tasks[i].tid == tgid)
-                .unwrap_or(first);
-            let mut sum = TaskDelta::default();
-            for &i in idx {
-                sum.add(&deltas[i]);
-            }
-            let m = Meta {
-                pid: tgid,
-                tid: tgid,
-                is_process: true,
-                leader: &cur.tasks[leader_i],
-                nr_threads: u32::try_from(idx.len()).unwrap_or(u32::MAX),
-            };
-            Some(task_view(&ctx, &m, &sum))
-        })
-        .collect();
+    // Processes: the kernel's per-process totals when the sample has them
+    // (they include threads that exited, as /proc/PID/stat does), else the
+    // sums of their threads with identity from the leader.
+    let processes: Vec<TaskView> = if !cur.procs.is_empty() {
+        cur.procs
+            .iter()
+            .map(|p| {
+                let td = task_delta(
+                    &ctx,
+                    &calcs,
+                    prev_procs.get(&(p.tid, p.start_ticks)).copied(),
+                    p,
+                );
+                let m = Meta {
+                    pid: p.tgid,
+                    tid: p.tgid,
+                    is_process: true,
+                    leader: p,
+                    nr_threads: p.nr_threads.max(1),
+                };
+                task_view(&ctx, &m, &td)
+            })
+            .collect()
+    } else {
+        group_threads(&ctx, cur, &deltas)
+    };
 
     let empty = CpuCalc::default();
     let cpus: Vec<CpuView> = cur
@@ -722,12 +767,16 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         budget_exhausted_per_s: total(|c| c.budget_exhausted_per_s),
         time_squeeze_per_s: total(|c| c.time_squeeze_per_s),
         stolen_pct_total: fin(processes.iter().map(|p| p.stolen_pct).sum()),
-        tasks: u32::try_from(threads.len()).unwrap_or(u32::MAX),
+        // Every thread, whether or not the sample has a row for each.
+        tasks: processes
+            .iter()
+            .fold(0u32, |n, p| n.saturating_add(p.nr_threads)),
         processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
     };
 
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
+    health.notes = cur.notes.clone();
 
     Frame {
         seq: cur.seq,

@@ -155,6 +155,19 @@ pub struct HealthView {
     pub attach_mode: String,
     /// BPF cost over the interval, percent of one CPU, when stats are enabled.
     pub bpf_cpu_pct: Option<f64>,
+    /// Where task figures came from: "iter/task" or "/proc (why)".
+    #[serde(default)]
+    pub task_source: String,
+    /// Exited threads whose interrupt time could not be kept for their
+    /// process in the interval (their process's STOLEN% is low by that).
+    #[serde(default)]
+    pub exited_lost: u64,
+    /// Task sampler records that did not decode in the last pass.
+    #[serde(default)]
+    pub bad_records: u64,
+    /// The collector's notes of the interval's last sample (`RawSample::notes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Everything a front end shows for one interval.
@@ -177,4 +190,17 @@ pub struct Frame {
     pub napi: Vec<NapiView>,
     pub devices: Vec<DeviceView>,
     pub health: HealthView,
+}
+
+impl Frame {
+    /// The finest rows the frame has: threads when it carries them (`-H`,
+    /// thread view), else processes (one row each; a process's leader TID
+    /// is its PID). Per-task evidence (the pinning lint) reads these.
+    pub fn finest_rows(&self) -> &[TaskView] {
+        if self.threads.is_empty() {
+            &self.processes
+        } else {
+            &self.threads
+        }
+    }
 }

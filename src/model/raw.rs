@@ -46,6 +46,24 @@ pub struct IrqAcct {
     pub softirq_count: [u64; NR_SOFTIRQS],
 }
 
+impl IrqAcct {
+    /// Field-wise saturating sum.
+    pub fn add(&mut self, b: &IrqAcct) {
+        self.hardirq_ns = self.hardirq_ns.saturating_add(b.hardirq_ns);
+        self.hardirq_count = self.hardirq_count.saturating_add(b.hardirq_count);
+        self.sysvec_ns = self.sysvec_ns.saturating_add(b.sysvec_ns);
+        self.sysvec_count = self.sysvec_count.saturating_add(b.sysvec_count);
+        for (a, b) in self.softirq_ns.iter_mut().zip(&b.softirq_ns) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = x.saturating_add(*y);
+            }
+        }
+        for (x, y) in self.softirq_count.iter_mut().zip(&b.softirq_count) {
+            *x = x.saturating_add(*y);
+        }
+    }
+}
+
 /// One thread as seen in `/proc/<pid>/task/<tid>/{stat,schedstat,status}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct RawTask {
@@ -75,6 +93,16 @@ pub struct RawTask {
     /// BPF counters for this task, when the collector runs and the start
     /// time matched (a reused TID never inherits a dead task's counters).
     pub irq: Option<IrqAcct>,
+    /// Parent process (0 when unknown, e.g. older recordings).
+    #[serde(default)]
+    pub ppid: u32,
+    /// 0 for a thread row. For a process-total row (`RawSample::procs`):
+    /// the group's thread count.
+    #[serde(default)]
+    pub nr_threads: u32,
+    /// cgroup v2 id (the kernfs inode of its cgroup directory), 0 unknown.
+    #[serde(default)]
+    pub cgroup_id: u64,
 }
 
 /// `/proc/stat` per-CPU line, clock ticks.
@@ -190,6 +218,19 @@ pub struct BpfHealth {
     pub missing_tracepoints: Vec<String>,
     /// "tp_btf" or "raw_tp".
     pub attach_mode: String,
+    /// Where task figures came from: "iter/task" (the in-kernel task
+    /// sampler) or "/proc (reason)".
+    #[serde(default)]
+    pub task_source: String,
+    /// Interrupt time of exited threads that could not be kept for their
+    /// process (exited-thread table full).
+    #[serde(default)]
+    pub exited_lost: u64,
+    #[serde(default)]
+    pub exited_lost_ns: u64,
+    /// Sampler records that did not decode.
+    #[serde(default)]
+    pub bad_records: u64,
 }
 
 /// How interrupt time is charged on this kernel. Decides the arithmetic.
@@ -245,7 +286,18 @@ pub struct RawSample {
     pub source: Source,
     pub cpus: Vec<RawCpu>,
     pub tasks: Vec<RawTask>,
+    /// Process totals as the kernel keeps them (live threads plus the
+    /// group's exited ones, what /proc/PID/stat reports), one row per
+    /// process with `nr_threads` set. Empty in older recordings: the model
+    /// then sums `tasks` per process. In process mode `tasks` is empty.
+    #[serde(default)]
+    pub procs: Vec<RawTask>,
     pub napi: Vec<RawNapi>,
     pub devices: Vec<RawDevice>,
     pub health: Option<BpfHealth>,
+    /// What this sample could not read the usual way, in words for the
+    /// health line (device counters from the sysfs fallback, ...). Empty
+    /// when all is well, and in recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

@@ -106,12 +106,7 @@ impl<W: Write> Sink<W> {
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     let sysroot = Sysroot::new(&cli.sysroot);
     let users = read_users(&sysroot);
-    let mut collector = Collector::new(CollectorOptions {
-        sysroot,
-        no_bpf: cli.no_bpf,
-        pids: cli.pids.clone(),
-        bpf_stats: cli.bpf_stats,
-    })?;
+    let mut collector = Collector::new(CollectorOptions::from_cli(cli))?;
     let host = collector.host().clone();
     // SIGINT/SIGTERM/SIGHUP end the run between frames so the collector is
     // dropped (BPF detached, stats setting restored).

@@ -111,6 +111,16 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
             if let Some(p) = h.bpf_cpu_pct {
                 let _ = write!(line, "  bpf-cpu {p:.2}%");
             }
+            if !h.task_source.is_empty() {
+                let _ = write!(line, "  tasks: {}", h.task_source);
+            }
+            if h.exited_lost > 0 || h.bad_records > 0 {
+                let _ = write!(
+                    line,
+                    "  exited-lost {} bad-records {}",
+                    h.exited_lost, h.bad_records
+                );
+            }
             if !h.missing_tracepoints.is_empty() {
                 let _ = write!(line, "  missing: {}", h.missing_tracepoints.join(","));
             }
@@ -124,6 +134,9 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
                 h.vanished_tasks
             );
         }
+    }
+    for n in &h.notes {
+        let _ = writeln!(out, "Note: {n}");
     }
     let s = &f.summary;
     let _ = writeln!(

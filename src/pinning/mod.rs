@@ -316,7 +316,10 @@ pub fn render_json(r: &Report) -> String {
 /// Reads a saved [`HostTopology`] (JSON) to lint a configuration recorded
 /// elsewhere.
 pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
-    let bytes = crate::safefile::read_input(path, MAX_SAVED_TOPOLOGY)?;
+    // A regular file, bounded: `--replay /dev/zero` or a FIFO must fail,
+    // not eat memory or hang. A saved topology of a 40,000-thread host is
+    // ~12 MB of JSON.
+    let bytes = crate::safefile::read_input(path, crate::sysroot::MAX_LARGE_FILE)?;
     let mut topo: HostTopology = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: neither a nettop recording nor a saved topology (JSON HostTopology): {e}",
@@ -326,9 +329,6 @@ pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
     topo.sanitize();
     Ok(topo)
 }
-
-/// Largest saved topology read: 100,000 threads of JSON is ~30 MiB.
-const MAX_SAVED_TOPOLOGY: u64 = 256 << 20;
 
 /// Recorded intervals averaged into [`Evidence`]: the last ten minutes at
 /// the default 1 s interval, so a day-long recording still lints in ~0.1 s.
@@ -369,7 +369,7 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
         &rec,
         from,
         |f| {
-            for t in &f.threads {
+            for t in f.finest_rows() {
                 let e = sum.entry(t.tid).or_default();
                 e.0 += t.stolen_pct;
                 e.1 += 1;

@@ -403,12 +403,7 @@ impl SampleSource for Live {
 
 /// The live collector with the CLI's options.
 pub fn live_source(cli: &Cli) -> anyhow::Result<Box<dyn SampleSource>> {
-    let c = crate::collector::Collector::new(crate::collector::CollectorOptions {
-        sysroot: crate::sysroot::Sysroot::new(&cli.sysroot),
-        no_bpf: cli.no_bpf,
-        pids: cli.pids.clone(),
-        bpf_stats: cli.bpf_stats,
-    })?;
+    let c = crate::collector::Collector::new(crate::collector::CollectorOptions::from_cli(cli))?;
     Ok(Box::new(Live(
         c,
         crate::topology::LoadOptions::from_cli(cli),

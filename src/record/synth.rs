@@ -96,6 +96,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 affinity: format!("0-{}", ncpus.saturating_sub(1)),
                 kthread: i % 11 == 0,
                 irq: (busy > 0).then(|| irq(k, 1 + i % 3)),
+                ..Default::default()
             }
         })
         .collect();
@@ -106,6 +107,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
         source: Source::Bpf,
         cpus,
         tasks,
+        procs: Vec::new(),
         napi: (0..ncpus)
             .map(|c| RawNapi {
                 dev: "eth0".into(),
@@ -139,7 +141,9 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             }],
             missing_tracepoints: vec![],
             attach_mode: "tp_btf".into(),
+            ..Default::default()
         }),
+        notes: Vec::new(),
     }
 }
 

@@ -12,11 +12,7 @@ use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::{Cache, CpuSource, NumaNode, Package, Pu};
 use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
-
-/// Largest hwloc XML accepted: a 1,000-PU machine with its I/O devices is
-/// a few MiB.
-const MAX_XML_BYTES: u64 = 64 << 20;
+use crate::sysroot::{MAX_FILE, MAX_LARGE_FILE, Sysroot};
 
 /// NUMA node and local CPUs of a NIC as hwloc placed it.
 pub(super) type NicLocality = BTreeMap<String, (Option<u32>, Option<CpuSet>)>;
@@ -59,9 +55,11 @@ pub(super) fn load_cpus(root: &Sysroot, src: &CpuSource) -> anyhow::Result<Cpus>
             }
         }
         CpuSource::Xml(path) => {
-            // Read by us (regular file, bounded), not by hwloc from the
-            // path: /dev/zero or a FIFO must be a clear error, not a hang.
-            let bytes = crate::safefile::read_input(path, MAX_XML_BYTES)
+            // Read here (a regular file, bounded) rather than by hwloc from
+            // the path: a device or FIFO given by mistake ends in a clear
+            // error instead of a hang, and a missing file is told apart from
+            // one that is not XML.
+            let bytes = crate::safefile::read_input(path, MAX_LARGE_FILE)
                 .map_err(|e| anyhow::anyhow!("hwloc XML: {e:#}"))?;
             let xml = String::from_utf8(bytes)
                 .map_err(|_| anyhow::anyhow!("hwloc XML {}: not UTF-8 text", path.display()))?;
@@ -212,7 +210,8 @@ fn load_sysfs(root: &Sysroot) -> anyhow::Result<Cpus> {
             else {
                 continue;
             };
-            let list = std::fs::read_to_string(e.path().join("cpulist")).unwrap_or_default();
+            let list = crate::sysroot::read_string_bounded(&e.path().join("cpulist"), MAX_FILE)
+                .unwrap_or_default();
             numa_nodes.push(NumaNode {
                 node: n,
                 cpus: CpuSet::parse_list(&list).map_err(|err| {

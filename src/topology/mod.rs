@@ -69,7 +69,8 @@ impl LoadOptions {
             CpuSource::Live
         } else if sysroot.root().join("hwloc.xml").is_file() {
             CpuSource::Xml(sysroot.root().join("hwloc.xml"))
-        } else if let Some(s) = std::fs::read_to_string(sysroot.root().join("hwloc.synthetic"))
+        } else if let Some(s) = sysroot
+            .read("/hwloc.synthetic")
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())

@@ -86,7 +86,7 @@ pub(super) fn load_irqbalance(root: &Sysroot, pid: u32) -> IrqBalance {
         pid,
         ..Default::default()
     };
-    if let Ok(env) = std::fs::read(root.path(format!("/proc/{pid}/environ"))) {
+    if let Ok(env) = root.read_bytes(format!("/proc/{pid}/environ")) {
         ib.environ_readable = true;
         for kv in env.split(|b| *b == 0) {
             let kv = String::from_utf8_lossy(kv);
@@ -100,7 +100,7 @@ pub(super) fn load_irqbalance(root: &Sysroot, pid: u32) -> IrqBalance {
             }
         }
     }
-    if let Ok(cmd) = std::fs::read(root.path(format!("/proc/{pid}/cmdline"))) {
+    if let Ok(cmd) = root.read_bytes(format!("/proc/{pid}/cmdline")) {
         let args: Vec<String> = cmd
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).to_string())
@@ -122,9 +122,14 @@ pub(super) fn load_irqbalance(root: &Sysroot, pid: u32) -> IrqBalance {
 
 /// `/proc/interrupts` plus each IRQ's affinity files.
 pub(super) fn load_irqs(root: &Sysroot, notes: &mut Vec<String>) -> anyhow::Result<Vec<Irq>> {
-    let Some(text) = root.read_opt("/proc/interrupts") else {
-        notes.push("/proc/interrupts unreadable: IRQ placement not checked".into());
-        return Ok(Vec::new());
+    let text = match root.read_large("/proc/interrupts") {
+        Ok(t) => t,
+        Err(e) => {
+            notes.push(format!(
+                "/proc/interrupts unreadable ({e}): IRQ placement not checked"
+            ));
+            return Ok(Vec::new());
+        }
     };
     let mut lines = text.lines();
     let cpus: Vec<u32> = lines

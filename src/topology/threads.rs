@@ -112,7 +112,7 @@ fn cgroup_cpuset(
 
 /// KiB of the process's memory per NUMA node, from `numa_maps`.
 fn numa_kib(root: &Sysroot, pid: u32) -> Option<BTreeMap<u32, u64>> {
-    let text = root.read(format!("/proc/{pid}/numa_maps")).ok()?;
+    let text = root.read_large(format!("/proc/{pid}/numa_maps")).ok()?;
     let mut m = BTreeMap::new();
     for l in text.lines() {
         let mut page_kb = 4u64;

@@ -23,20 +23,13 @@
 //! Failures are never fatal: the mode stays "unknown" and a note says why.
 
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
-use std::time::Duration;
 
-use netlink_packet_core::{
-    NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
-};
-use netlink_packet_route::RouteNetlinkMessage;
-use netlink_packet_route::link::{
-    LinkAttribute, LinkExtentMask, LinkMessage, LinkXdp as NlXdp, XdpAttached,
-};
-use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+use netlink_packet_core::Parseable;
+use netlink_packet_route::link::{LinkAttribute, LinkMessage, LinkXdp as NlXdp, XdpAttached};
 use serde::{Deserialize, Serialize};
 
 use super::{Nic, XdpMode};
+use crate::rtnl::{self, Stats};
 use crate::sysroot::Sysroot;
 
 /// One XDP program attached to a device, and in which mode. A device has
@@ -77,28 +70,9 @@ pub struct LinkXdpState {
     pub progs: Vec<XdpProg>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum XdpError {
-    #[error("rtnetlink socket: {0}")]
-    Socket(#[source] std::io::Error),
-    #[error("rtnetlink RTM_GETLINK dump: {0}")]
-    Io(#[source] std::io::Error),
-    #[error("rtnetlink RTM_GETLINK dump refused by the kernel: errno {0}")]
-    Kernel(i32),
-    #[error("rtnetlink RTM_GETLINK dump: {0}")]
-    Malformed(String),
-    #[error("rtnetlink RTM_GETLINK dump kept changing under us (NLM_F_DUMP_INTR)")]
-    Interrupted,
-    #[error("rtnetlink datagram of {0} bytes exceeds the receive buffer")]
-    Truncated(usize),
-}
-
-/// How long one recv may block: a dump answers in microseconds, so a stuck
-/// socket must cost the caller a bounded delay, never a hang.
-const RECV_TIMEOUT: Duration = Duration::from_millis(500);
-/// Dumps raced by link changes are retried this many times in total.
-const DUMP_TRIES: usize = 3;
-const SEQ: u32 = 0x6e74_7864; // "ntxd"
+/// Errors of the shared rtnetlink dump, under the name this module had
+/// before the dump was shared with the device counters.
+pub use crate::rtnl::RtnlError as XdpError;
 
 /// Summary mode of a link from what the kernel attached. With several
 /// programs (`XDP_ATTACHED_MULTI`) generic wins, then native, then offload:
@@ -172,173 +146,27 @@ fn link_state(msg: &LinkMessage) -> LinkXdpState {
 }
 
 /// What one received datagram held.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct DumpChunk {
-    pub links: Vec<LinkXdpState>,
-    /// `NLMSG_DONE` seen: the dump is complete.
-    pub done: bool,
-    /// Some message carried `NLM_F_DUMP_INTR`: links changed mid-dump.
-    pub interrupted: bool,
-    /// Messages that could not be decoded (the rest still are).
-    pub bad: Vec<String>,
+pub type DumpChunk = rtnl::DumpChunk<LinkXdpState>;
+
+/// XDP state of one `RTM_NEWLINK` payload, decoded with
+/// `netlink-packet-route`.
+fn decode(payload: &[u8]) -> Result<LinkXdpState, String> {
+    LinkMessage::parse(payload)
+        .map(|m| link_state(&m))
+        .map_err(|e| e.to_string())
 }
 
 /// Parses the netlink messages of one datagram. Bounds-checked: lengths
 /// that overrun the buffer end the chunk with a `bad` entry, never a panic.
 pub fn parse_chunk(buf: &[u8]) -> Result<DumpChunk, XdpError> {
-    const HDR: usize = 16;
-    let mut out = DumpChunk::default();
-    let mut off = 0usize;
-    while off < buf.len() {
-        let rest = &buf[off..];
-        let Some(len) = rest
-            .get(0..4)
-            .and_then(|b| b.try_into().ok())
-            .map(|b: [u8; 4]| u32::from_ne_bytes(b) as usize)
-        else {
-            out.bad
-                .push(format!("{} trailing bytes at offset {off}", rest.len()));
-            break;
-        };
-        if len < HDR || len > rest.len() {
-            out.bad.push(format!(
-                "message at offset {off} claims {len} bytes, {} left",
-                rest.len()
-            ));
-            break;
-        }
-        let flags = rest
-            .get(6..8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u16::from_ne_bytes);
-        if flags & NLM_F_DUMP_INTR != 0 {
-            out.interrupted = true;
-        }
-        match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&rest[..len]) {
-            Ok(m) => match m.payload {
-                NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) => {
-                    out.links.push(link_state(&l));
-                }
-                NetlinkPayload::Done(_) => {
-                    out.done = true;
-                    return Ok(out);
-                }
-                NetlinkPayload::Error(e) => {
-                    return Err(XdpError::Kernel(e.code.map_or(0, |c| -c.get())));
-                }
-                NetlinkPayload::Overrun(_) => {
-                    return Err(XdpError::Malformed("receive buffer overrun".into()));
-                }
-                _ => {}
-            },
-            Err(e) => {
-                // Keep the ifindex for the note when the link header is there.
-                let ifindex = rest
-                    .get(HDR + 4..HDR + 8)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, i32::from_ne_bytes);
-                out.bad
-                    .push(format!("undecodable link message (ifindex {ifindex}): {e}"));
-            }
-        }
-        // Messages are 4-byte aligned (NLMSG_ALIGN).
-        off = off.saturating_add((len + 3) & !3);
-    }
-    Ok(out)
-}
-
-fn open_socket() -> Result<Socket, XdpError> {
-    let mut sock = Socket::new(NETLINK_ROUTE).map_err(XdpError::Socket)?;
-    sock.bind_auto().map_err(XdpError::Socket)?;
-    sock.connect(&SocketAddr::new(0, 0))
-        .map_err(XdpError::Socket)?;
-    let tv = libc::timeval {
-        tv_sec: RECV_TIMEOUT.as_secs() as libc::time_t,
-        tv_usec: RECV_TIMEOUT.subsec_micros() as libc::suseconds_t,
-    };
-    // SAFETY: the fd is a socket owned by `sock`, alive for this call; `tv`
-    // is a valid timeval and the length passed is its exact size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&raw const tv).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(XdpError::Socket(std::io::Error::last_os_error()));
-    }
-    Ok(sock)
-}
-
-fn dump_once(sock: &Socket, rx_size: usize) -> Result<(Vec<LinkXdpState>, Vec<String>), XdpError> {
-    let mut hdr = NetlinkHeader::default();
-    hdr.flags = NLM_F_REQUEST | NLM_F_DUMP;
-    hdr.sequence_number = SEQ;
-    // Skip the per-link counters (kernels from 5.x honour it, older ones
-    // ignore the bit): counters nettop would decode for nothing.
-    let mut get = LinkMessage::default();
-    get.attributes
-        .push(LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats]));
-    let mut req = NetlinkMessage::new(hdr, NetlinkPayload::from(RouteNetlinkMessage::GetLink(get)));
-    req.finalize();
-    let mut buf = vec![0u8; req.header.length as usize];
-    req.serialize(&mut buf[..]);
-    sock.send(&buf, 0).map_err(XdpError::Io)?;
-
-    let mut links = Vec::new();
-    let mut bad = Vec::new();
-    let mut interrupted = false;
-    let mut rx: Vec<u8> = Vec::with_capacity(rx_size);
-    loop {
-        rx.clear();
-        // MSG_TRUNC: the return value is the datagram's real size, so a
-        // datagram too big for the buffer is detected, not half-parsed.
-        let n = sock.recv(&mut rx, libc::MSG_TRUNC).map_err(XdpError::Io)?;
-        if n == 0 {
-            return Err(XdpError::Malformed(
-                "socket closed before NLMSG_DONE".into(),
-            ));
-        }
-        if n > rx.len() {
-            return Err(XdpError::Truncated(n));
-        }
-        let chunk = parse_chunk(&rx)?;
-        links.extend(chunk.links);
-        bad.extend(chunk.bad);
-        interrupted |= chunk.interrupted;
-        if chunk.done {
-            break;
-        }
-    }
-    if interrupted {
-        return Err(XdpError::Interrupted);
-    }
-    Ok((links, bad))
+    rtnl::parse_chunk(buf, &mut decode)
 }
 
 /// Every link of the calling thread's network namespace with its XDP state,
-/// plus descriptions of messages that could not be decoded.
+/// plus descriptions of messages that could not be decoded. Counters are
+/// skipped: the kernel neither builds nor sends them.
 pub fn read_links() -> Result<(Vec<LinkXdpState>, Vec<String>), XdpError> {
-    // Dump datagrams are at most 32 KiB unless one link message alone is
-    // bigger (many SR-IOV VFs); then the dump is redone with room for it on
-    // a fresh socket (the rest of the old dump is still queued on the old).
-    let mut rx_size = 64 * 1024;
-    let mut last = XdpError::Interrupted;
-    for _ in 0..DUMP_TRIES {
-        let sock = open_socket()?;
-        match dump_once(&sock, rx_size) {
-            Err(XdpError::Interrupted) => last = XdpError::Interrupted,
-            Err(XdpError::Truncated(n)) => {
-                rx_size = n.next_multiple_of(4096);
-                last = XdpError::Truncated(n);
-            }
-            r => return r,
-        }
-    }
-    Err(last)
+    rtnl::dump_links(Stats::Skip, decode)
 }
 
 /// Parses a fixture's `/sys/class/net/<dev>/xdp_mode`: the summary mode
@@ -442,6 +270,9 @@ pub(super) fn fill(root: &Sysroot, nics: &mut [Nic], notes: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netlink_packet_core::NLM_F_DUMP_INTR;
+
+    const SEQ: u32 = 0x6e74_7864;
 
     /// Appends one attribute (type, payload) with NLA_ALIGN padding.
     fn nla(buf: &mut Vec<u8>, ty: u16, payload: &[u8]) {

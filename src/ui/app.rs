@@ -240,6 +240,9 @@ pub enum Action {
     Seek(usize),
     /// Replay: show the frame ending at or before this time (unix ms).
     SeekTime(u64),
+    /// Live: the collector should (not) take a row per thread, which only
+    /// the thread list and the tree need.
+    ThreadRows(bool),
 }
 
 /// Replay position; `None` in live mode.
@@ -555,10 +558,12 @@ impl App {
             KeyCode::Char('H') => {
                 self.threads = !self.threads;
                 self.rebuild();
+                return self.thread_rows();
             }
             KeyCode::Char('t') => {
                 self.tree = !self.tree;
                 self.rebuild();
+                return self.thread_rows();
             }
             KeyCode::Char('<') => self.shift_sort(-1),
             KeyCode::Char('>') => self.shift_sort(1),
@@ -704,6 +709,15 @@ impl App {
     fn set_view(&mut self, v: View) {
         self.view = v;
         self.clamp(v);
+    }
+
+    /// Thread rows are collected only while a view needs them.
+    fn thread_rows(&self) -> Action {
+        if self.replay.is_some() {
+            Action::None
+        } else {
+            Action::ThreadRows(self.threads || self.tree)
+        }
     }
 
     fn toggle_pause(&mut self) -> Action {

@@ -277,6 +277,7 @@ pub fn busy_host_at(tick: u64) -> Frame {
             missing_tracepoints: vec![],
             attach_mode: "tp_btf".into(),
             bpf_cpu_pct: Some(0.8),
+            ..Default::default()
         },
         ..Default::default()
     };

@@ -54,6 +54,8 @@ pub(crate) enum Cmd {
     Seek(usize),
     SeekTime(u64),
     Play(bool),
+    /// Live: collect thread rows or not.
+    ThreadRows(bool),
     Quit,
 }
 
@@ -232,6 +234,9 @@ fn event_loop(
                 }
                 Action::SeekTime(t) => {
                     let _ = tx.send(Cmd::SeekTime(t));
+                }
+                Action::ThreadRows(on) => {
+                    let _ = tx.send(Cmd::ThreadRows(on));
                 }
                 Action::None => {}
             }

@@ -322,7 +322,18 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
             f.interval_s, app.delay
         )));
         let h = &f.health;
-        let dropped = h.map_full + h.napi_map_full + h.unmatched_exits + h.recursion_misses;
+        if h.task_source.starts_with("/proc") {
+            spans.push(Span::styled(
+                format!(" │ tasks {}", h.task_source),
+                note_style,
+            ));
+        }
+        let dropped = h.map_full
+            + h.napi_map_full
+            + h.unmatched_exits
+            + h.recursion_misses
+            + h.exited_lost
+            + h.bad_records;
         let dropped_style = if dropped > 0 { s.warn() } else { Style::new() };
         spans.push(Span::raw(" │ "));
         let parts: Vec<String> = [
@@ -330,6 +341,8 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
             ("napi_map_full", h.napi_map_full),
             ("unmatched", h.unmatched_exits),
             ("recursion", h.recursion_misses),
+            ("exited_lost", h.exited_lost),
+            ("bad_records", h.bad_records),
         ]
         .iter()
         .filter(|(_, v)| *v > 0)
@@ -352,6 +365,10 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         }
         if let Some(b) = h.bpf_cpu_pct {
             spans.push(Span::raw(format!(" │ BPF cost {}%", fmt_pct(b))));
+        }
+        for n in &h.notes {
+            spans.push(Span::raw(" │ "));
+            spans.push(Span::styled(n.as_str(), s.warn()));
         }
     } else {
         spans.push(Span::raw(format!(" │ delay {}s", app.delay)));

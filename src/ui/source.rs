@@ -22,7 +22,7 @@ const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
 /// `uid → name` from a passwd file; unreadable or odd lines are skipped
 /// (names are cosmetic: the UI falls back to numbers).
 pub(crate) fn read_users(passwd: &Path) -> HashMap<u32, String> {
-    let Ok(text) = std::fs::read_to_string(passwd) else {
+    let Ok(text) = crate::sysroot::read_string_bounded(passwd, crate::sysroot::MAX_FILE) else {
         return HashMap::new();
     };
     parse_passwd(&text)
@@ -95,6 +95,8 @@ pub(crate) fn replay_loop<S: FrameSource>(
             }
             Ok(Cmd::Play(p)) => playing = p,
             Ok(Cmd::SetDelay(d)) => delay = d,
+            // A recording has the rows it has.
+            Ok(Cmd::ThreadRows(_)) => {}
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) => {
                 if index + 1 < len {
@@ -169,6 +171,8 @@ enum Due {
     Tick,
     /// A new delay (`d` key): take a sample now, then one every new delay.
     Delay(f64),
+    /// Thread rows on or off: a new baseline is needed.
+    ThreadRows(bool),
     /// The UI has gone.
     Quit,
 }
@@ -183,6 +187,7 @@ fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
         }
         match rx.recv_timeout(ticker.deadline() - now) {
             Ok(Cmd::SetDelay(v)) => return Due::Delay(v),
+            Ok(Cmd::ThreadRows(on)) => return Due::ThreadRows(on),
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Due::Quit,
             Ok(_) | Err(RecvTimeoutError::Timeout) => {}
         }
@@ -195,14 +200,9 @@ const FIRST_INTERVAL: f64 = 0.5;
 /// Starts live collection. Returns only once the collector is up, so its
 /// errors are printed before the terminal is touched.
 pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
-    let opts = CollectorOptions {
-        sysroot: Sysroot::new(&cli.sysroot),
-        no_bpf: cli.no_bpf,
-        pids: cli.pids.clone(),
-        bpf_stats: cli.bpf_stats,
-    };
+    let opts = CollectorOptions::from_cli(cli);
     let passwd = cli.sysroot.join("etc/passwd");
-    let delay = cli.delay;
+    let mut delay = cli.delay;
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
@@ -228,15 +228,35 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
         let _ = ready_tx.send(Ok(()));
         let _ = data_tx.send(Msg::Users(read_users(&passwd).into_iter().collect()));
         // The same skipping ticker as batch and record mode: after a stall
-        // (SIGSTOP, a suspended VM) one long frame, not a burst.
-        let mut ticker = Ticker::new(Duration::from_secs_f64(delay.min(FIRST_INTERVAL)));
+        // (SIGSTOP, a suspended VM) one long frame, not a burst. The first
+        // interval (and the first after a new baseline) is short so the
+        // screen fills quickly.
+        let short = |d: f64| Duration::from_secs_f64(d.min(FIRST_INTERVAL));
+        let mut ticker = Ticker::new(short(delay));
         let mut first = true;
         loop {
             match wait(&crx, &mut ticker) {
                 Due::Quit => return,
                 Due::Delay(d) => {
+                    // A new delay takes effect now rather than after the old one.
+                    delay = d;
                     ticker.set_period(Duration::from_secs_f64(d), Instant::now());
                     first = false;
+                }
+                Due::ThreadRows(on) => {
+                    // Thread rows need a baseline: start a new interval
+                    // with them.
+                    col.set_threads(on);
+                    match col.sample() {
+                        Ok(s) => prev = s,
+                        Err(e) => {
+                            let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                            return;
+                        }
+                    }
+                    ticker.set_period(short(delay), Instant::now());
+                    first = true;
+                    continue;
                 }
                 Due::Tick if first => {
                     ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
@@ -255,7 +275,7 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
             prev = cur;
             if let Ok(mut g) = ev.lock() {
                 g.stolen_pct = frame
-                    .threads
+                    .finest_rows()
                     .iter()
                     .map(|t| (t.tid, t.stolen_pct))
                     .collect();
@@ -293,9 +313,7 @@ impl FrameSource for RecordingFrames {
 }
 
 fn local_hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
+    Sysroot::default().read_opt("/proc/sys/kernel/hostname")
 }
 
 /// Opens a recording for the replay cursor.

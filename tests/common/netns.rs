@@ -241,3 +241,108 @@ impl Drop for NetnsPair {
         }
     }
 }
+
+/// Runs `f` on a thread that has entered network namespace `ns` (setns on
+/// CLONE_NEWNET switches only the calling thread; sockets it opens belong
+/// to `ns`), propagating panics.
+pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    in_netns_inner(ns, None, |_| f())
+}
+
+/// Like [`in_netns`], and `f` gets a directory whose `sys/` is a sysfs
+/// mounted from inside `ns`, so `Sysroot::new(dir)` lists that namespace's
+/// `/sys/class/net`, as `ip netns exec` shows it, without a child process.
+/// The mount lives in a private mount namespace of that thread only (made
+/// `MS_PRIVATE` first, so nothing propagates to the host) and is gone when
+/// the thread ends.
+pub fn in_netns_with_sysfs<T: Send>(
+    ns: &str,
+    f: impl FnOnce(&std::path::Path) -> T + Send,
+) -> Result<T, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "nettop-sysfs-{}-{ns}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(dir.join("sys")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    /// Removes the (empty, unmounted) directories also when `f` panics.
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(self.0.join("sys"));
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(dir.clone());
+    in_netns_inner(ns, Some(&dir), |d| f(d.unwrap_or(&dir)))
+}
+
+fn in_netns_inner<T: Send>(
+    ns: &str,
+    sysfs_dir: Option<&std::path::Path>,
+    f: impl FnOnce(Option<&std::path::Path>) -> T + Send,
+) -> Result<T, String> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    let path = format!("/run/netns/{ns}");
+    std::thread::scope(|s| {
+        let h = s.spawn(|| -> Result<T, String> {
+            let fd = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+            // SAFETY: `fd` is an open namespace file alive for the call;
+            // setns changes only this thread's network namespace.
+            if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
+            }
+            let Some(dir) = sysfs_dir else {
+                return Ok(f(None));
+            };
+            let last = || std::io::Error::last_os_error();
+            // SAFETY: unshare takes flags only; CLONE_NEWNS gives this
+            // thread (which also gets its own fs_struct) a private copy of
+            // the mount table.
+            if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+                return Err(format!("unshare(CLONE_NEWNS): {}", last()));
+            }
+            let root = CString::new("/").map_err(|e| e.to_string())?;
+            let target = CString::new(dir.join("sys").to_string_lossy().into_owned())
+                .map_err(|e| e.to_string())?;
+            let sysfs = CString::new("sysfs").map_err(|e| e.to_string())?;
+            // SAFETY: valid NUL-terminated strings alive for the call; null
+            // source/type/data are allowed for a propagation change.
+            let rc = unsafe {
+                libc::mount(
+                    std::ptr::null(),
+                    root.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                )
+            };
+            if rc != 0 {
+                return Err(format!("making / private: {}", last()));
+            }
+            // SAFETY: as above; sysfs takes no data. It shows the network
+            // namespace of the mounting thread, which is now `ns`.
+            let rc = unsafe {
+                libc::mount(
+                    sysfs.as_ptr(),
+                    target.as_ptr(),
+                    sysfs.as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            };
+            if rc != 0 {
+                return Err(format!("mounting sysfs on {}: {}", dir.display(), last()));
+            }
+            let out = f(Some(dir));
+            // SAFETY: unmounts what we mounted above, by the same path.
+            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+            Ok(out)
+        });
+        match h.join() {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    })
+}
