@@ -3,8 +3,16 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 
+/// Every flag belongs to the modes that use it. A combination where one
+/// flag would be silently ignored (`--record x --replay y` ran one mode and
+/// dropped the other) is a usage error (exit 2) instead: the conflict and
+/// `requires` rules below, and [`Cli::check`] for the one combination that
+/// gets its own message. clap waives a `requires` when an argument that
+/// conflicts with the required one is present (`--duration 10s -b` passed
+/// `requires = "record"` because `-b` conflicts with `--record`), so every
+/// flag that requires a mode also lists that mode's conflicts itself.
 #[derive(Parser, Debug, Clone, Default)]
 #[command(
     name = "nettop",
@@ -12,20 +20,24 @@ use clap::{Parser, ValueEnum};
     about = "top that tells the truth on busy network hosts",
     long_about = "nettop splits every task's CPU time into its own work and the hardirq/softirq \
 work (NET_RX above all) the kernel ran in its context and charged to it. Interactive by default; \
--b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity."
+-b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity.",
+    group(ArgGroup::new("counted").args(["batch", "record"]).multiple(true)),
+    group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "sysroot"]).multiple(true)),
 )]
 pub struct Cli {
     /// Batch mode: print text frames like `top -b` instead of the TUI.
-    #[arg(short = 'b', long = "batch")]
+    #[arg(short = 'b', long = "batch",
+          conflicts_with_all = ["record", "serve", "pinning_check", "export"])]
     pub batch: bool,
 
-    /// Number of frames to print (batch, record) before exiting.
-    #[arg(short = 'n', long = "iterations", value_name = "N")]
+    /// Number of frames to print (batch) or snapshots to take (record) before exiting.
+    #[arg(short = 'n', long = "iterations", value_name = "N", requires = "counted",
+          value_parser = parse_iterations)]
     pub iterations: Option<u64>,
 
     /// Seconds between frames.
     #[arg(short = 'd', long = "delay", value_name = "SECS", default_value_t = 1.0,
-          value_parser = parse_delay)]
+          value_parser = parse_delay, conflicts_with_all = ["pinning_check", "export"])]
     pub delay: f64,
 
     /// Only show these processes (comma-separated PIDs).
@@ -33,29 +45,32 @@ pub struct Cli {
         short = 'p',
         long = "pid",
         value_name = "PID,...",
-        value_delimiter = ','
+        value_delimiter = ',',
+        conflicts_with = "pinning_check"
     )]
     pub pids: Vec<u32>,
 
     /// Show threads instead of processes.
-    #[arg(short = 'H', long = "threads")]
+    #[arg(short = 'H', long = "threads", conflicts_with = "pinning_check")]
     pub threads: bool,
 
     /// Print one JSON object per frame (batch mode).
-    #[arg(long = "json")]
+    #[arg(long = "json", requires = "batch",
+          conflicts_with_all = ["record", "serve", "pinning_check", "export"])]
     pub json: bool,
 
-    /// Task rows per batch frame (0 = all).
-    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
+    /// Task rows per batch frame, CSV export or scrape (0 = all).
+    #[arg(long = "rows", value_name = "N", default_value_t = 20,
+          conflicts_with_all = ["record", "pinning_check"])]
     pub rows: usize,
 
     /// Do not load BPF: /proc only; interrupt columns become estimates.
-    #[arg(long = "no-bpf")]
+    #[arg(long = "no-bpf", conflicts_with = "pinning_check")]
     pub no_bpf: bool,
 
     /// Enable kernel BPF run-time statistics while running (restored on exit)
     /// so nettop reports its own BPF cost.
-    #[arg(long = "bpf-stats")]
+    #[arg(long = "bpf-stats", conflicts_with_all = ["no_bpf", "pinning_check"])]
     pub bpf_stats: bool,
 
     /// Read /proc and /sys under DIR instead of / (tests, offline analysis).
@@ -63,49 +78,83 @@ pub struct Cli {
     pub sysroot: PathBuf,
 
     /// Lint CPU/IRQ/NUMA affinity and exit (0 clean, 1 findings, 2 could not check).
-    #[arg(long = "pinning-check")]
+    #[arg(long = "pinning-check",
+          conflicts_with_all = ["record", "serve", "export", "iterations"])]
     pub pinning_check: bool,
 
     /// Output format of --pinning-check.
-    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
+    #[arg(long = "format", value_enum, default_value_t = Format::Text, requires = "pinning_check",
+          conflicts_with_all = ["batch", "record", "serve", "export"])]
     pub format: Format,
 
     /// Lowest severity that makes --pinning-check exit 1.
-    #[arg(long = "fail-on", value_enum, default_value_t = FailOn::Warning)]
+    #[arg(long = "fail-on", value_enum, default_value_t = FailOn::Warning,
+          requires = "pinning_check", conflicts_with_all = ["batch", "record", "serve", "export"])]
     pub fail_on: FailOn,
 
     /// Topology from an hwloc XML file instead of this machine.
-    #[arg(long = "hwloc-xml", value_name = "FILE")]
+    #[arg(long = "hwloc-xml", value_name = "FILE",
+          conflicts_with_all = ["hwloc_synthetic", "replay", "batch", "serve"])]
     pub hwloc_xml: Option<PathBuf>,
 
     /// Topology from an hwloc synthetic description, e.g. "pack:2 numa:1 l3:1 core:4 pu:2".
-    #[arg(long = "hwloc-synthetic", value_name = "DESC")]
+    #[arg(long = "hwloc-synthetic", value_name = "DESC",
+          conflicts_with_all = ["replay", "batch", "serve"])]
     pub hwloc_synthetic: Option<String>,
 
     /// Append raw snapshots to FILE (zstd-compressed if it ends in .zst).
-    #[arg(long = "record", value_name = "FILE")]
+    #[arg(long = "record", value_name = "FILE", conflicts_with_all = ["replay", "export"])]
     pub record: Option<PathBuf>,
 
     /// Stop recording after this long (e.g. 30s, 10m, 2h).
-    #[arg(long = "duration", value_name = "D")]
+    #[arg(long = "duration", value_name = "D", requires = "record",
+          conflicts_with_all = ["batch", "serve", "replay", "pinning_check", "export"])]
     pub duration: Option<String>,
 
     /// Rotate the recording when it reaches this size (e.g. 100M, 1G).
-    #[arg(long = "max-size", value_name = "SIZE")]
+    #[arg(long = "max-size", value_name = "SIZE", requires = "record",
+          conflicts_with_all = ["batch", "serve", "replay", "pinning_check", "export"])]
     pub max_size: Option<String>,
 
     /// Show a recording instead of live data.
-    #[arg(long = "replay", value_name = "FILE")]
+    #[arg(long = "replay", value_name = "FILE", conflicts_with_all = ["serve", "live_only"])]
     pub replay: Option<PathBuf>,
 
     /// Convert a recording (with --replay) to this format on stdout.
-    #[arg(long = "export", value_enum, value_name = "FORMAT")]
+    #[arg(long = "export", value_enum, value_name = "FORMAT", requires = "replay",
+          conflicts_with_all = ["batch", "record", "serve", "pinning_check"])]
     pub export: Option<ExportFormat>,
 
     /// Serve OpenMetrics for Prometheus at ADDR (default 127.0.0.1:9867).
     #[arg(long = "serve", value_name = "ADDR", num_args = 0..=1,
-          default_missing_value = "127.0.0.1:9867")]
+          default_missing_value = "127.0.0.1:9867",
+          conflicts_with_all = ["replay", "batch", "pinning_check", "export"])]
     pub serve: Option<String>,
+}
+
+impl Cli {
+    /// Parses the command line; usage errors exit 2 with clap's message.
+    pub fn parse_checked() -> Cli {
+        let cli = Cli::parse();
+        if let Err(msg) = cli.check() {
+            Cli::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, msg)
+                .exit();
+        }
+        cli
+    }
+
+    /// Combinations clap's rules do not express with a useful message.
+    pub fn check(&self) -> Result<(), String> {
+        if self.serve.is_some() && self.record.is_some() {
+            return Err(
+                "--serve cannot be used with --record yet: serving while recording is \
+                        planned, not built; run one nettop with --record and another with --serve"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -130,6 +179,14 @@ pub enum ExportFormat {
     Json,
     Csv,
     Openmetrics,
+}
+
+fn parse_iterations(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("-n 0 would do nothing; give at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("-n '{s}' is not a positive whole number")),
+    }
 }
 
 fn parse_delay(s: &str) -> Result<f64, String> {

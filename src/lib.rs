@@ -15,7 +15,11 @@ pub mod output;
 pub mod pinning;
 pub mod record;
 pub mod rtnl;
+pub mod safefile;
+pub mod sanitize;
+pub mod signals;
 pub mod sysroot;
+pub mod ticker;
 pub mod topology;
 pub mod ui;
 
@@ -24,6 +28,7 @@ use cli::Cli;
 /// Picks the mode. Returns the process exit code (0 ok, 1 lint findings);
 /// errors exit 2 with a one-line reason.
 pub fn run(cli: &Cli) -> anyhow::Result<u8> {
+    cli.check().map_err(anyhow::Error::msg)?;
     if cli.pinning_check {
         return pinning::run_check(cli);
     }

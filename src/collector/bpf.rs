@@ -169,12 +169,19 @@ fn has_bpf_caps() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;
-    let Ok(status) = crate::sysroot::read_string_bounded(
+    // Bytes, not a String: the Name: line is our comm, which is not UTF-8
+    // when nettop was started through a non-UTF-8 path.
+    let mut status = Vec::new();
+    if crate::sysroot::read_bounded(
         std::path::Path::new("/proc/self/status"),
+        &mut status,
         crate::sysroot::MAX_FILE,
-    ) else {
+    )
+    .is_err()
+    {
         return false;
-    };
+    }
+    let status = String::from_utf8_lossy(&status);
     let eff = status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -322,10 +329,18 @@ impl BpfCollector {
             // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
             let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
             if fd < 0 {
-                bail!("enabling BPF run-time statistics failed (errno {})", -fd);
+                // The kernel wants CAP_SYS_ADMIN for this, more than the
+                // collector needs: run without the figure rather than not at all.
+                eprintln!(
+                    "nettop: warning: --bpf-stats: cannot enable BPF run-time statistics ({}); \
+                     it needs CAP_SYS_ADMIN, continuing without nettop's own BPF cost",
+                    std::io::Error::from_raw_os_error(-fd)
+                );
+                None
+            } else {
+                // SAFETY: fd was just returned by the kernel and is owned by nobody else.
+                Some(unsafe { OwnedFd::from_raw_fd(fd) })
             }
-            // SAFETY: fd was just returned by the kernel and is owned by nobody else.
-            Some(unsafe { OwnedFd::from_raw_fd(fd) })
         } else {
             None
         };

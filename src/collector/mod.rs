@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 
 use crate::model::raw::{HostInfo, RawSample, Source};
+use crate::sanitize::Untrusted;
 use crate::sysroot::Sysroot;
 
 use self::bpf::{BpfCollector, BpfOptions};
@@ -67,7 +68,8 @@ impl Collector {
     /// message when BPF cannot be used (no root, no BTF).
     pub fn new(opts: CollectorOptions) -> Result<Self> {
         check_pids_exist(&opts.sysroot, &opts.pids)?;
-        let host = host::detect(&opts.sysroot);
+        let mut host = host::detect(&opts.sysroot);
+        host.sanitize();
         let bpf = if opts.no_bpf {
             None
         } else {
@@ -237,7 +239,7 @@ impl Collector {
             }
         }
         self.seq += 1;
-        Ok(RawSample {
+        let mut sample = RawSample {
             seq: self.seq,
             mono_ns,
             unix_ms,
@@ -249,7 +251,11 @@ impl Collector {
             devices,
             health,
             notes: devices_note.into_iter().collect(),
-        })
+        };
+        // The boundary: names chosen by other users and drivers are made
+        // safe to print before any front end or recording sees them.
+        sample.sanitize();
+        Ok(sample)
     }
 }
 

@@ -3,13 +3,14 @@
 //! Frames are computed from consecutive raw samples at export time, exactly as
 //! replay and live modes do, so every front end agrees.
 
+pub mod http;
 pub mod openmetrics;
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
@@ -17,6 +18,7 @@ use crate::cli::{Cli, ExportFormat};
 use crate::model::frame::{Frame, TaskView};
 use crate::model::raw::{HostInfo, RawSample, SOFTIRQ_NAMES};
 use crate::record::{Recording, WarningKind};
+use crate::ticker::{Ticker, Wake};
 
 use openmetrics::{Flavor, Options};
 
@@ -37,71 +39,106 @@ fn metric_options(cli: &Cli) -> Options {
 }
 
 /// Pre-rendered scrape bodies, swapped in by the sampler after each sample.
-#[derive(Default)]
 struct Scrape {
-    openmetrics: String,
-    prometheus: String,
+    openmetrics: Arc<[u8]>,
+    prometheus: Arc<[u8]>,
 }
 
-/// `nettop --serve ADDR`.
-pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
+/// The two paths `--serve` answers.
+fn route(req: &http::Request, scrape: &Mutex<Scrape>) -> http::Response {
+    match req.path.as_str() {
+        "/metrics" => {
+            let om = req
+                .accept
+                .as_deref()
+                .is_some_and(|a| a.contains("application/openmetrics-text"));
+            let Ok(g) = scrape.lock() else {
+                return http::Response::text(500, "sampler failed\n");
+            };
+            if om {
+                http::Response {
+                    status: 200,
+                    content_type: openmetrics::OPENMETRICS_CONTENT_TYPE,
+                    body: Arc::clone(&g.openmetrics),
+                }
+            } else {
+                http::Response {
+                    status: 200,
+                    content_type: openmetrics::PROMETHEUS_CONTENT_TYPE,
+                    body: Arc::clone(&g.prometheus),
+                }
+            }
+        }
+        "/" => http::Response::text(200, "nettop: metrics at /metrics\n"),
+        _ => http::Response::text(404, "not found\n"),
     }
+}
+
+/// `nettop --serve ADDR`: a sampler on this thread, the HTTP loop
+/// ([`http::run`]) on one other thread created at start.
+pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
+    let stop = crate::signals::stop_flag()?;
     // Bind first: a busy port fails before the collector loads BPF.
-    let server = tiny_http::Server::http(addr)
+    let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("--serve: cannot listen on {addr}: {e}"))?;
-    let bound = server
-        .server_addr()
-        .to_ip()
+    let bound = listener
+        .local_addr()
         .map(|a| a.to_string())
-        .unwrap_or_else(|| addr.to_string());
+        .unwrap_or_else(|_| addr.to_string());
     let mut src = crate::record::live_source(cli)?;
     let host = src.host().clone();
     let opts = metric_options(cli);
-    let scrape = Arc::new(Mutex::new(Scrape::default()));
-    let mut prev: Option<RawSample> = None;
-    let update = |prev: &mut Option<RawSample>, cur: RawSample| {
-        let fams = openmetrics::families(&host, prev.as_ref(), &cur, &opts);
-        let s = Scrape {
-            openmetrics: openmetrics::render(&fams, Flavor::OpenMetrics),
-            prometheus: openmetrics::render(&fams, Flavor::Prometheus),
-        };
-        if let Ok(mut g) = scrape.lock() {
-            *g = s;
+    let render = |prev: Option<&RawSample>, cur: &RawSample| {
+        let fams = openmetrics::families(&host, prev, cur, &opts);
+        Scrape {
+            openmetrics: Arc::from(openmetrics::render(&fams, Flavor::OpenMetrics).into_bytes()),
+            prometheus: Arc::from(openmetrics::render(&fams, Flavor::Prometheus).into_bytes()),
         }
-        *prev = Some(cur);
     };
-    update(&mut prev, src.sample()?);
+    let mut prev = src.sample()?;
+    let scrape = Arc::new(Mutex::new(render(None, &prev)));
 
-    let http_stop = Arc::clone(&stop);
-    let http_scrape = Arc::clone(&scrape);
-    let http = std::thread::spawn(move || http_loop(&server, &http_scrape, &http_stop));
+    let limits = http::Limits::default().fit_fd_limit();
+    let listener_error: Arc<Mutex<Option<String>>> = Arc::default();
+    let http = {
+        let (stop, scrape, err) = (
+            Arc::clone(&stop),
+            Arc::clone(&scrape),
+            Arc::clone(&listener_error),
+        );
+        std::thread::Builder::new()
+            .name("nettop-http".into())
+            .spawn(move || {
+                let handler = |r: &http::Request| route(r, &scrape);
+                if let Err(e) = http::run(&listener, &handler, &stop, &limits) {
+                    if let Ok(mut g) = err.lock() {
+                        *g = Some(e.to_string());
+                    }
+                    // Without a listener there is no endpoint: end the run.
+                    stop.store(true, Ordering::Relaxed);
+                }
+            })
+            .context("--serve: cannot start the HTTP thread")?
+    };
     eprintln!(
         "nettop: serving OpenMetrics at http://{bound}/metrics (sampled every {} s); Ctrl-C stops",
         cli.delay
     );
     if std::io::stdout().is_terminal() {
-        println!("http://{bound}/metrics");
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "http://{bound}/metrics");
     }
-    let interval = Duration::from_secs_f64(cli.delay);
-    let start = Instant::now();
-    let mut k = 1u32;
+    let mut ticker = Ticker::new(Duration::from_secs_f64(cli.delay));
     let mut result = Ok(0);
-    while !stop.load(Ordering::Relaxed) {
-        let due = start + interval * k;
-        if Instant::now() < due {
-            std::thread::sleep(
-                due.saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(100)),
-            );
-            continue;
-        }
-        k += 1;
+    while ticker.sleep(&stop, None) == Wake::Tick {
         match src.sample() {
-            Ok(s) => update(&mut prev, s),
+            Ok(cur) => {
+                let s = render(Some(&prev), &cur);
+                if let Ok(mut g) = scrape.lock() {
+                    *g = s;
+                }
+                prev = cur;
+            }
             Err(e) => {
                 result = Err(e.context("sampling for --serve"));
                 break;
@@ -110,47 +147,10 @@ pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
     }
     stop.store(true, Ordering::Relaxed);
     let _ = http.join();
+    if let Some(e) = listener_error.lock().ok().and_then(|mut g| g.take()) {
+        anyhow::bail!("--serve: the HTTP listener on {bound} failed: {e}");
+    }
     result
-}
-
-fn http_loop(server: &tiny_http::Server, scrape: &Mutex<Scrape>, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        let req = match server.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(_) => break,
-        };
-        let path = req.url().split('?').next().unwrap_or("");
-        let resp = match path {
-            "/metrics" => {
-                let om = req.headers().iter().any(|h| {
-                    h.field.equiv("Accept")
-                        && h.value.as_str().contains("application/openmetrics-text")
-                });
-                let (body, ctype) = match scrape.lock() {
-                    Ok(g) if om => (g.openmetrics.clone(), openmetrics::OPENMETRICS_CONTENT_TYPE),
-                    Ok(g) => (g.prometheus.clone(), openmetrics::PROMETHEUS_CONTENT_TYPE),
-                    Err(_) => (String::new(), openmetrics::PROMETHEUS_CONTENT_TYPE),
-                };
-                response(body, ctype, 200)
-            }
-            "/" => response(
-                "nettop: metrics at /metrics\n".to_string(),
-                "text/plain; charset=utf-8",
-                200,
-            ),
-            _ => response("not found\n".to_string(), "text/plain; charset=utf-8", 404),
-        };
-        let _ = req.respond(resp);
-    }
-}
-
-fn response(body: String, ctype: &str, code: u16) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let mut r = tiny_http::Response::from_string(body).with_status_code(code);
-    if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes()) {
-        r.add_header(h);
-    }
-    r
 }
 
 /// CSV header of [`csv_rows`].

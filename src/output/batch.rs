@@ -8,9 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -19,7 +17,9 @@ use crate::collector::{Collector, CollectorOptions};
 use crate::model::compute;
 use crate::model::frame::Frame;
 use crate::model::raw::HostInfo;
+use crate::record::WarningKind;
 use crate::sysroot::Sysroot;
+use crate::ticker::{Ticker, Wake};
 
 use super::json::render_json;
 use super::text::{TextOptions, render_frame};
@@ -32,7 +32,8 @@ pub fn parse_passwd(text: &str) -> HashMap<u32, String> {
             let mut it = l.split(':');
             let name = it.next().filter(|n| !n.is_empty())?;
             let uid = it.nth(1)?.parse().ok()?;
-            Some((uid, name.to_string()))
+            // A --sysroot's passwd is as untrusted as any other input.
+            Some((uid, crate::sanitize::clean(name).into_owned()))
         })
         .collect()
 }
@@ -102,48 +103,21 @@ impl<W: Write> Sink<W> {
     }
 }
 
-/// SIGINT/SIGTERM end the run between frames so the collector is dropped
-/// (BPF detached, stats setting restored) instead of the process dying.
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handler")?;
-    }
-    Ok(stop)
-}
-
-/// Sleeps until `deadline` in short slices, returning `false` if asked to stop.
-fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return true;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(100)));
-    }
-}
-
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     let sysroot = Sysroot::new(&cli.sysroot);
     let users = read_users(&sysroot);
     let mut collector = Collector::new(CollectorOptions::from_cli(cli))?;
     let host = collector.host().clone();
-    let stop = stop_flag()?;
+    // SIGINT/SIGTERM/SIGHUP end the run between frames so the collector is
+    // dropped (BPF detached, stats setting restored).
+    let stop = crate::signals::stop_flag()?;
     let stdout = io::stdout();
     let mut sink = Sink::new(stdout.lock(), cli, &host, users);
 
-    let period = Duration::from_secs_f64(cli.delay);
-    let start = Instant::now();
+    let mut ticker = Ticker::new(Duration::from_secs_f64(cli.delay));
     let mut prev = collector.sample()?;
-    let mut k: u32 = 0;
-    while cli.iterations.is_none_or(|n| u64::from(k) < n) {
-        k = k.saturating_add(1);
-        // Deadlines from the start, so frames do not drift by the time
-        // sampling and printing take.
-        if !sleep_until(start + period * k, &stop) {
+    while cli.iterations.is_none_or(|n| sink.frames < n) {
+        if ticker.sleep(&stop, None) == Wake::Stop {
             break;
         }
         let cur = collector.sample()?;
@@ -156,10 +130,18 @@ pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// `nettop --replay FILE -b`. Exits like `--export` on the same file: 2
+/// when records were damaged (after printing every frame that could be
+/// computed), 0 when the file is intact or only has a torn tail (the normal
+/// end of a killed recorder).
 pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     let rec = crate::record::Recording::open(file)?;
+    let mut damaged = 0u64;
     for w in rec.warnings() {
-        eprintln!("nettop: {}: {w}", file.display());
+        eprintln!("nettop: warning: {}: {w}", file.display());
+        if w.kind == WarningKind::Corrupt {
+            damaged += 1;
+        }
     }
     if rec.len() < 2 {
         anyhow::bail!(
@@ -183,7 +165,8 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             Ok(s) => s,
             // One damaged sample costs the two frames around it, not the run.
             Err(e) => {
-                eprintln!("nettop: skipping: {e:#}");
+                eprintln!("nettop: warning: {e:#}; sample skipped");
+                damaged += 1;
                 prev = None;
                 continue;
             }
@@ -194,6 +177,13 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             }
         }
         prev = Some(cur);
+    }
+    if damaged > 0 {
+        eprintln!(
+            "nettop: {}: {damaged} corrupted record(s) skipped; printed the rest",
+            file.display()
+        );
+        return Ok(2);
     }
     Ok(0)
 }

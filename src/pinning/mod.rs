@@ -9,11 +9,13 @@ mod rules;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{Cli, FailOn, Format};
 use crate::cpuset::CpuSet;
+use crate::sanitize::Untrusted;
 use crate::topology::{self, HostTopology, LoadOptions};
 
 pub use rules::RULES;
@@ -314,25 +316,18 @@ pub fn render_json(r: &Report) -> String {
 /// Reads a saved [`HostTopology`] (JSON) to lint a configuration recorded
 /// elsewhere.
 pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
-    // Bounded: `--replay /dev/zero` must fail, not eat memory. A saved
-    // topology of a 40,000-thread host is ~12 MB of JSON.
-    let mut bytes = Vec::new();
-    crate::sysroot::read_bounded(path, &mut bytes, crate::sysroot::MAX_LARGE_FILE).map_err(
-        |e| match e.kind() {
-            std::io::ErrorKind::FileTooLarge => anyhow::anyhow!(
-                "{}: larger than {} MiB, neither a nettop recording nor a saved topology",
-                path.display(),
-                crate::sysroot::MAX_LARGE_FILE >> 20
-            ),
-            _ => anyhow::anyhow!("{}: {e}", path.display()),
-        },
-    )?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    // A regular file, bounded: `--replay /dev/zero` or a FIFO must fail,
+    // not eat memory or hang. A saved topology of a 40,000-thread host is
+    // ~12 MB of JSON.
+    let bytes = crate::safefile::read_input(path, crate::sysroot::MAX_LARGE_FILE)?;
+    let mut topo: HostTopology = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: neither a nettop recording nor a saved topology (JSON HostTopology): {e}",
             path.display()
         )
-    })
+    })?;
+    topo.sanitize();
+    Ok(topo)
 }
 
 /// Recorded intervals averaged into [`Evidence`]: the last ten minutes at
@@ -359,6 +354,7 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
             path.display()
         )
     })?;
+    topo.sanitize();
     topo.source = format!(
         "recording {} (host {})",
         path.display(),
@@ -406,6 +402,12 @@ pub fn run_check(cli: &Cli) -> anyhow::Result<u8> {
         Format::Text => render_text(&report),
         Format::Json => render_json(&report) + "\n",
     };
-    print!("{out}");
+    // Not print!: it panics (exit 101) on a closed pipe or a full disk.
+    // A report that could not be written is "could not check": exit 2.
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write the report to stdout: {e}"))?;
     Ok(report.exit_code(cli.fail_on))
 }

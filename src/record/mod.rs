@@ -6,37 +6,34 @@
 
 pub mod format;
 pub mod reader;
+pub mod rotate;
 pub mod synth;
 pub mod writer;
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 pub use format::Meta;
 pub use reader::{Recording, Warning, WarningKind};
+pub use rotate::MAX_ROTATED;
 pub use writer::Writer;
 
-/// Whether `path` starts with the recording magic (so a saved topology JSON
-/// or a garbage file is told apart before choosing how to read it).
+/// Whether `path` is a regular file starting with the recording magic (so
+/// a saved topology JSON or a garbage file is told apart before choosing
+/// how to read it). A FIFO or device is not, and is never blocked on.
 pub fn is_recording(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == format::MAGIC)
+    crate::safefile::open_input(path, None)
+        .is_ok_and(|mut f| f.read_exact(&mut magic).is_ok() && magic == format::MAGIC)
 }
 
 use crate::cli::Cli;
 use crate::model::raw::{HostInfo, RawSample};
-
-/// Rotated files kept besides the live one (FILE.1 … FILE.N); older ones are
-/// deleted, so disk use stays below (N + 1) × `--max-size`.
-pub const MAX_ROTATED: u32 = 4;
 
 /// Where snapshots come from: the live collector, or fixtures in tests.
 pub trait SampleSource {
@@ -74,49 +71,64 @@ pub struct RecordSummary {
     pub reason: String,
 }
 
-/// `30s`, `10m`, `2h`, `1d`, `1h30m` or plain seconds.
+/// Longest `--duration`: about 31 years. Anything longer is a typo, and
+/// `Duration::from_secs_f64` panics on values that do not fit.
+pub const MAX_DURATION_S: f64 = 1e9;
+
+/// `30s`, `10m`, `2h`, `1d`, `1h30m` or plain seconds, up to
+/// [`MAX_DURATION_S`].
 pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
     let t = s.trim();
     let bad = || anyhow::anyhow!("--duration '{s}': expected e.g. 30s, 10m, 2h, 1h30m");
     if t.is_empty() {
         return Err(bad());
     }
-    if let Ok(secs) = t.parse::<f64>() {
-        if !(secs > 0.0 && secs.is_finite()) {
+    let total = if let Ok(secs) = t.parse::<f64>() {
+        secs
+    } else {
+        let mut total = 0f64;
+        let mut num = String::new();
+        for c in t.chars() {
+            if c.is_ascii_digit() || c == '.' {
+                num.push(c);
+                continue;
+            }
+            let mult = match c {
+                's' => 1.0,
+                'm' => 60.0,
+                'h' => 3600.0,
+                'd' => 86400.0,
+                _ => return Err(bad()),
+            };
+            let v: f64 = num.parse().map_err(|_| bad())?;
+            total += v * mult;
+            num.clear();
+        }
+        if !num.is_empty() {
             return Err(bad());
         }
-        return Ok(Duration::from_secs_f64(secs));
-    }
-    let mut total = 0f64;
-    let mut num = String::new();
-    for c in t.chars() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mult = match c {
-            's' => 1.0,
-            'm' => 60.0,
-            'h' => 3600.0,
-            'd' => 86400.0,
-            _ => return Err(bad()),
-        };
-        let v: f64 = num.parse().map_err(|_| bad())?;
-        total += v * mult;
-        num.clear();
-    }
-    if !(num.is_empty() && total > 0.0 && total.is_finite() && total < 1e9) {
+        total
+    };
+    if !(total > 0.0 && total.is_finite()) {
         return Err(bad());
     }
-    Ok(Duration::from_secs_f64(total))
+    if total > MAX_DURATION_S {
+        bail!("--duration '{s}': at most {MAX_DURATION_S:e} seconds (about 31 years)");
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
-/// `100M`, `1G`, `512K`, `1.5G` or plain bytes (powers of 1024).
+/// Smallest and largest `--max-size`.
+pub const MIN_SIZE: u64 = 4 << 10;
+pub const MAX_SIZE: u64 = 1 << 60;
+
+/// `100M`, `1G`, `512K`, `1.5G` or plain bytes (powers of 1024), from
+/// [`MIN_SIZE`] to [`MAX_SIZE`].
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     let t = s.trim();
     let bad = || anyhow::anyhow!("--max-size '{s}': expected e.g. 100M, 1G, 500K");
     let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
+        Some((i, c)) if c.is_ascii_alphabetic() && !t.eq_ignore_ascii_case("inf") => {
             let m: u64 = match c.to_ascii_uppercase() {
                 'K' => 1 << 10,
                 'M' => 1 << 20,
@@ -131,45 +143,48 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     };
     let v: f64 = num.parse().map_err(|_| bad())?;
     let bytes = v * mult as f64;
-    if !(4096.0..1e18).contains(&bytes) {
+    if bytes.is_nan() {
+        return Err(bad());
+    }
+    if bytes < MIN_SIZE as f64 {
         bail!("--max-size '{s}': must be at least 4K");
+    }
+    if bytes > MAX_SIZE as f64 {
+        bail!("--max-size '{s}': must be at most 1024P (2^60 bytes)");
     }
     Ok(bytes as u64)
 }
 
-/// FILE.k for rotation.
-fn rotated(path: &Path, k: u32) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(format!(".{k}"));
-    PathBuf::from(s)
-}
-
-/// Shifts FILE → FILE.1 → … → FILE.MAX_ROTATED (dropping the oldest).
-fn rotate_files(path: &Path) -> anyhow::Result<()> {
-    let oldest = rotated(path, MAX_ROTATED);
-    if oldest.exists() {
-        std::fs::remove_file(&oldest)
-            .with_context(|| format!("cannot remove {}", oldest.display()))?;
-    }
-    for k in (1..MAX_ROTATED).rev() {
-        let from = rotated(path, k);
-        if from.exists() {
-            std::fs::rename(&from, rotated(path, k + 1))
-                .with_context(|| format!("cannot rotate {}", from.display()))?;
-        }
-    }
-    std::fs::rename(path, rotated(path, 1))
-        .with_context(|| format!("cannot rotate {}", path.display()))
-}
-
-/// Creates FILE with its header. Fails on an unwritable path before any
-/// collector is started.
+/// Creates FILE with its header. Fails on an unwritable or unsafe path,
+/// or (with `--max-size`) on an older recording's parts in the way, before
+/// any collector is started.
 pub fn create_writer(path: &Path, opts: &RecordOptions) -> anyhow::Result<Writer> {
+    if opts.max_size.is_some() {
+        rotate::check_free(path)?;
+    }
     Writer::create(path, opts.compressed, opts.sync)
 }
 
-/// The recording loop. `stop` is set by SIGINT/SIGTERM; the loop then writes
-/// the end record and returns. `status` receives the one-line progress.
+/// Why a part cannot honour `--max-size`.
+fn too_small(max: u64, need: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "--max-size {} is too small: a part needs {} for its host record, topology, two \
+         snapshots (one interval) and end record; raise --max-size",
+        human_bytes(max),
+        human_bytes(need)
+    )
+}
+
+/// The recording loop: a snapshot now, then one per tick of a
+/// [`Ticker`](crate::ticker::Ticker) (a stall is one long interval, never a
+/// burst). Stops after `count` snapshots, at the end of `duration` (with a
+/// last snapshot then, so the whole span is covered), or when `stop` is set
+/// (SIGINT/SIGTERM/SIGHUP); then writes the end record and returns.
+/// `status` receives the one-line progress. With `max_size`, no part ever
+/// exceeds it: room for the end record is kept, and a new part (host
+/// record, topology, the previous snapshot again so its first interval can
+/// be computed, the new snapshot) must fit too, or the recording stops
+/// with an error.
 pub fn record_loop(
     path: &Path,
     mut w: Writer,
@@ -179,6 +194,8 @@ pub fn record_loop(
     status: &mut dyn FnMut(&str),
 ) -> anyhow::Result<RecordSummary> {
     let start = Instant::now();
+    let end = opts.duration.map(|d| start + d);
+    let mut ticker = crate::ticker::Ticker::starting_at(start, opts.interval);
     let mut meta = Meta {
         format: format::VERSION,
         writer: format!("nettop {}", env!("CARGO_PKG_VERSION")),
@@ -187,33 +204,36 @@ pub fn record_loop(
         host: src.host().clone(),
         part: 0,
     };
+    let mut parts = rotate::Parts::new(path, w.id());
     w.write_meta(&meta)?;
     let topology = src.topology();
     if let Some(t) = &topology {
         w.write_topology(t)?;
     }
+    let end_room = w.end_record_bound()?;
     let mut total = RecordSummary::default();
     let mut last: Option<RawSample> = None;
-    let mut k: u64 = 0;
     let reason = loop {
-        if stop.load(Ordering::Relaxed) {
-            break "signal";
-        }
-        if opts.count.is_some_and(|n| total.samples >= n) {
-            break "count";
-        }
-        if opts.duration.is_some_and(|d| start.elapsed() >= d) {
-            break "duration";
-        }
-        let s = src.sample()?;
+        let s = match src.sample() {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = w.finish("error");
+                return Err(e);
+            }
+        };
         let rec = w.encode_sample(&s)?;
         if let Some(max) = opts.max_size
-            && w.samples() > 0
-            && w.bytes() + rec.len() as u64 > max
+            && w.bytes() + rec.len() as u64 + end_room > max
         {
+            if w.samples() < 2 {
+                let need = w.bytes() + rec.len() as u64 + end_room;
+                let _ = w.finish("error");
+                return Err(too_small(max, need));
+            }
             w.finish("rotated")?;
-            rotate_files(path)?;
+            parts.rotate()?;
             w = Writer::create(path, opts.compressed, opts.sync)?;
+            parts.created(w.id());
             meta.part += 1;
             meta.created_unix_ms = writer::now_unix_ms();
             w.write_meta(&meta)?;
@@ -226,6 +246,11 @@ pub fn record_loop(
                 w.write_sample(prev)?;
             }
             total.rotations += 1;
+            let need = w.bytes() + rec.len() as u64 + end_room;
+            if need > max {
+                let _ = w.finish("error");
+                return Err(too_small(max, need));
+            }
         }
         let n = w.write_record(&rec)?;
         total.samples += 1;
@@ -249,18 +274,14 @@ pub fn record_loop(
             ));
         }
         last = Some(s);
-        k += 1;
-        // Deadline-based: the interval does not drift by the sampling time.
-        let due = start + opts.interval.mul_f64(k as f64);
-        while Instant::now() < due {
-            if stop.load(Ordering::Relaxed)
-                || opts.count.is_some_and(|n| total.samples >= n)
-                || opts.duration.is_some_and(|d| start.elapsed() >= d)
-            {
-                break;
-            }
-            let left = due.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
+        if opts.count.is_some_and(|n| total.samples >= n) {
+            break "count";
+        }
+        if end.is_some_and(|e| Instant::now() >= e) {
+            break "duration";
+        }
+        if ticker.sleep(stop, end) == crate::ticker::Wake::Stop {
+            break "signal";
         }
     };
     w.finish(reason)?;
@@ -292,20 +313,25 @@ pub fn run_record(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
         sync: true,
         progress: std::io::stderr().is_terminal(),
     };
-    if opts.count == Some(0) {
-        bail!("-n 0: nothing to record");
+    if let Some(d) = opts.duration
+        && d < opts.interval
+    {
+        bail!(
+            "--duration {} is shorter than one interval (-d {} s): nothing would be recorded",
+            cli.duration.as_deref().unwrap_or_default(),
+            cli.delay
+        );
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
-    }
+    let stop = crate::signals::stop_flag()?;
     // Open the file first: an unwritable path fails before collecting.
     let w = create_writer(file, &opts)?;
     let mut src = match live_source(cli) {
         Ok(s) => s,
         Err(e) => {
-            let _ = std::fs::remove_file(file);
+            // Only if the name still is the file opened above.
+            if crate::safefile::id_of(file).ok().flatten() == Some(w.id()) {
+                let _ = std::fs::remove_file(file);
+            }
             return Err(e);
         }
     };

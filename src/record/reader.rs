@@ -13,6 +13,9 @@ use super::format::{
     self, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD, Meta, RECORD_HEADER_LEN, RecordHeader,
 };
 use crate::model::raw::{HostInfo, RawSample};
+use crate::sanitize::Untrusted;
+
+mod index;
 
 /// Something the reader skipped or noticed but could work around.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +65,8 @@ pub struct Recording {
     topology: Option<Entry>,
     warnings: Vec<Warning>,
     closed_cleanly: bool,
+    /// Bytes read or checksummed while indexing (see [`Recording::bytes_examined`]).
+    examined: u64,
 }
 
 enum Step {
@@ -79,7 +84,8 @@ impl Recording {
     /// host record become [`Recording::warnings`].
     pub fn open(path: impl AsRef<Path>) -> anyhow::Result<Recording> {
         let path = path.as_ref();
-        let file = File::open(path)
+        // A regular file only: a FIFO would block here and has no length.
+        let file = crate::safefile::open_input(path, None)
             .with_context(|| format!("cannot open recording {}", path.display()))?;
         let file_len = file
             .metadata()
@@ -129,6 +135,7 @@ impl Recording {
             topology: None,
             warnings: Vec::new(),
             closed_cleanly: false,
+            examined: 0,
         };
         rec.index()?;
         Ok(rec)
@@ -138,10 +145,11 @@ impl Recording {
         format!("{}: offset {off}", self.path.display())
     }
 
-    fn step(&self, pos: u64) -> anyhow::Result<Step> {
+    fn step(&mut self, pos: u64) -> anyhow::Result<Step> {
         if self.file_len - pos < RECORD_HEADER_LEN as u64 {
             return Ok(Step::Short);
         }
+        self.examined += RECORD_HEADER_LEN as u64;
         let mut hb = [0u8; RECORD_HEADER_LEN];
         self.file
             .read_exact_at(&mut hb, pos)
@@ -181,173 +189,6 @@ impl Recording {
         Ok(buf)
     }
 
-    /// Next offset from `from` holding a record whose checksum verifies.
-    fn resync(&self, from: u64) -> anyhow::Result<Option<u64>> {
-        const CHUNK: usize = 1 << 16;
-        let mut pos = from;
-        let mut buf = vec![0u8; CHUNK + 3];
-        while pos < self.file_len {
-            let n = read_up_to(&self.file, pos, &mut buf)
-                .with_context(|| format!("{}: read error", self.at(pos)))?;
-            if n < 4 {
-                break;
-            }
-            for i in 0..=n - 4 {
-                if buf[i..i + 4] == format::SYNC {
-                    let cand = pos + i as u64;
-                    if let Step::Record(h) = self.step(cand)?
-                        && self.payload(cand, &h).is_ok()
-                    {
-                        return Ok(Some(cand));
-                    }
-                }
-            }
-            pos += (n - 3) as u64;
-        }
-        Ok(None)
-    }
-
-    fn index(&mut self) -> anyhow::Result<()> {
-        let mut pos = FILE_HEADER_LEN as u64;
-        let mut have_meta = false;
-        let mut last_sample_verified = true;
-        while pos < self.file_len {
-            let step = self.step(pos)?;
-            let h = match step {
-                Step::Record(h) => h,
-                Step::Short | Step::Bad(_) => {
-                    if !have_meta {
-                        let why = match step {
-                            Step::Bad(w) => w,
-                            _ => "file ends inside it".into(),
-                        };
-                        bail!("{}: unreadable host record: {why}", self.at(pos));
-                    }
-                    // A torn tail only if nothing valid follows; otherwise
-                    // this is damage in the middle of the file.
-                    match self.resync(pos + 1)? {
-                        Some(next) => {
-                            let why = match step {
-                                Step::Bad(w) => w,
-                                _ => "record length runs past the end of file".into(),
-                            };
-                            self.warnings.push(Warning {
-                                offset: pos,
-                                kind: WarningKind::Corrupt,
-                                message: format!(
-                                    "corrupted record ({why}); skipped {} bytes",
-                                    next - pos
-                                ),
-                            });
-                            pos = next;
-                            continue;
-                        }
-                        None => {
-                            self.warnings.push(Warning {
-                                offset: pos,
-                                kind: WarningKind::TornTail,
-                                message: format!(
-                                    "torn tail: last {} bytes are an incomplete record (recorder killed mid-write?), skipped",
-                                    self.file_len - pos
-                                ),
-                            });
-                            break;
-                        }
-                    }
-                }
-            };
-            let next = pos + RECORD_HEADER_LEN as u64 + u64::from(h.len);
-            let is_last = next == self.file_len;
-            match h.rtype {
-                format::TYPE_META if !have_meta => {
-                    let body = self
-                        .payload(pos, &h)
-                        .context("the host record is unreadable")?;
-                    let bytes = decode_bytes(&body, h.encoding)
-                        .with_context(|| format!("{}: host record", self.at(pos)))?;
-                    self.meta = serde_json::from_slice(&bytes).with_context(|| {
-                        format!("{}: host record is not valid JSON metadata", self.at(pos))
-                    })?;
-                    have_meta = true;
-                }
-                _ if !have_meta => {
-                    bail!(
-                        "{}: first record has type {:#04x}, expected the host record",
-                        self.at(pos),
-                        h.rtype
-                    );
-                }
-                format::TYPE_META => self.warnings.push(Warning {
-                    offset: pos,
-                    kind: WarningKind::Unknown,
-                    message: "second host record ignored".into(),
-                }),
-                format::TYPE_SAMPLE => {
-                    // Headers only: payload checksums are verified by get().
-                    // The last record is checked now, because a power loss
-                    // can leave a full-length record of zeros.
-                    if is_last {
-                        last_sample_verified = self.payload(pos, &h).is_ok();
-                        if !last_sample_verified {
-                            self.warnings.push(Warning {
-                                offset: pos,
-                                kind: WarningKind::TornTail,
-                                message: "torn tail: last record fails its checksum, skipped"
-                                    .into(),
-                            });
-                            break;
-                        }
-                    }
-                    self.samples.push(Entry {
-                        offset: pos,
-                        len: h.len,
-                        encoding: h.encoding,
-                        unix_ms: h.unix_ms,
-                    });
-                }
-                format::TYPE_END => self.closed_cleanly = true,
-                format::TYPE_TOPOLOGY => {
-                    self.topology = Some(Entry {
-                        offset: pos,
-                        len: h.len,
-                        encoding: h.encoding,
-                        unix_ms: h.unix_ms,
-                    })
-                }
-                t if t >= format::TYPE_CRITICAL => bail!(
-                    "{}: record type {t:#04x} needs a newer nettop",
-                    self.at(pos)
-                ),
-                t => self.warnings.push(Warning {
-                    offset: pos,
-                    kind: WarningKind::Unknown,
-                    message: format!("unknown optional record type {t:#04x} skipped"),
-                }),
-            }
-            pos = next;
-        }
-        if !have_meta {
-            bail!(
-                "{}: no host record (file has only a header)",
-                self.at(FILE_HEADER_LEN as u64)
-            );
-        }
-        let _ = last_sample_verified;
-        if !self.closed_cleanly
-            && !self
-                .warnings
-                .iter()
-                .any(|w| w.kind == WarningKind::TornTail)
-        {
-            self.warnings.push(Warning {
-                offset: self.file_len,
-                kind: WarningKind::NotClosed,
-                message: "no end record: the recorder did not close cleanly".into(),
-            });
-        }
-        Ok(())
-    }
-
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -369,6 +210,12 @@ impl Recording {
     }
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
+    }
+    /// Bytes read or checksummed to build the index: bounded by a small
+    /// multiple of the file size whatever the file holds, so a crafted file
+    /// cannot make opening it expensive.
+    pub fn bytes_examined(&self) -> u64 {
+        self.examined
     }
     /// `true` when the recorder wrote its end record (not killed).
     pub fn closed_cleanly(&self) -> bool {
@@ -407,12 +254,15 @@ impl Recording {
         let body = self.payload(e.offset, &h)?;
         let bytes = decode_bytes(&body, e.encoding)
             .with_context(|| format!("{}: sample {i}", self.at(e.offset)))?;
-        serde_json::from_slice(&bytes).with_context(|| {
+        let mut s: RawSample = serde_json::from_slice(&bytes).with_context(|| {
             format!(
                 "{}: sample {i} is not a valid snapshot for this nettop",
                 self.at(e.offset)
             )
-        })
+        })?;
+        // Recorded strings are as untrusted as live ones.
+        s.sanitize();
+        Ok(s)
     }
 
     /// The newest recorded topology blob (`HostTopology` JSON), if the

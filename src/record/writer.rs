@@ -1,7 +1,7 @@
 //! Writing recordings: one `write()` and one `fdatasync()` per record, so a
 //! killed recorder or a power cut loses at most the record being written.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 
 use super::format::{self, End, MAX_PAYLOAD, Meta};
 use crate::model::raw::RawSample;
+use crate::safefile::{self, FileId};
 
 /// zstd level per record: level 3 is the library default; higher levels buy
 /// a few percent at several times the CPU, which a 1 s recorder should not spend.
@@ -17,6 +18,7 @@ const ZSTD_LEVEL: i32 = 3;
 pub struct Writer {
     path: PathBuf,
     file: File,
+    id: FileId,
     compressed: bool,
     bytes: u64,
     samples: u64,
@@ -30,34 +32,42 @@ pub fn wants_zstd(path: &Path) -> bool {
 }
 
 impl Writer {
-    /// Creates `path` (refusing to overwrite a non-empty file: it may be
-    /// yesterday's evidence) and writes the file header.
+    /// Creates `path` and writes the file header. Refuses anything but a new
+    /// file or an empty regular file of our own (see [`safefile`]): not a
+    /// non-empty file (it may be yesterday's evidence), a symlink, a device,
+    /// a FIFO or a /proc file. The file is created 0600.
     pub fn create(path: &Path, compressed: bool, sync: bool) -> anyhow::Result<Writer> {
-        if let Ok(m) = std::fs::metadata(path)
-            && m.len() > 0
-        {
-            bail!(
-                "{} already exists and is not empty; refusing to overwrite a recording (remove it or choose another name)",
-                path.display()
-            );
-        }
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
+        let out = safefile::create_output(path)
             .with_context(|| format!("cannot create recording {}", path.display()))?;
+        let mut file = out.file;
         let head = format::file_header(compressed);
         file.write_all(&head)
             .with_context(|| format!("cannot write to {}", path.display()))?;
         Ok(Writer {
             path: path.to_path_buf(),
             file,
+            id: out.id,
             compressed,
             bytes: head.len() as u64,
             samples: 0,
             sync,
         })
+    }
+
+    /// Device and inode of the file, for rotation.
+    pub fn id(&self) -> FileId {
+        self.id
+    }
+
+    /// Bytes the end record written by [`Writer::finish`] can take at most,
+    /// so a size limit can keep room for it.
+    pub fn end_record_bound(&self) -> anyhow::Result<u64> {
+        let end = End {
+            samples: u64::MAX,
+            reason: "duration".into(),
+        };
+        let json = serde_json::to_vec(&end).context("encoding end record")?;
+        Ok(self.encode(format::TYPE_END, u64::MAX, &json)?.len() as u64)
     }
 
     pub fn path(&self) -> &Path {

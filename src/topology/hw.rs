@@ -55,20 +55,14 @@ pub(super) fn load_cpus(root: &Sysroot, src: &CpuSource) -> anyhow::Result<Cpus>
             }
         }
         CpuSource::Xml(path) => {
-            // Read here, bounded, rather than by hwloc: a device or FIFO
-            // given by mistake ends in a clear error instead of a hang, and
-            // a missing file is told apart from one that is not XML.
-            let xml = crate::sysroot::read_string_bounded(path, MAX_LARGE_FILE).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::FileTooLarge {
-                    anyhow::anyhow!(
-                        "hwloc XML {}: larger than {} MiB, not an `lstopo --of xml` export",
-                        path.display(),
-                        MAX_LARGE_FILE >> 20
-                    )
-                } else {
-                    anyhow::anyhow!("hwloc XML {}: {e}", path.display())
-                }
-            })?;
+            // Read here (a regular file, bounded) rather than by hwloc from
+            // the path: a device or FIFO given by mistake ends in a clear
+            // error instead of a hang, and a missing file is told apart from
+            // one that is not XML.
+            let bytes = crate::safefile::read_input(path, MAX_LARGE_FILE)
+                .map_err(|e| anyhow::anyhow!("hwloc XML: {e:#}"))?;
+            let xml = String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("hwloc XML {}: not UTF-8 text", path.display()))?;
             let t = Topology::builder()
                 .from_xml(&xml)
                 .map_err(|e| anyhow::anyhow!("hwloc XML {}: {e}", path.display()))?

@@ -406,5 +406,7 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     if let Some(ib) = scan.irqbalance_pid {
         topo.host.irqbalance = Some(sys::load_irqbalance(root, ib));
     }
+    // Thread names, IRQ and NIC names come from other users and drivers.
+    crate::sanitize::Untrusted::sanitize(&mut topo);
     Ok(topo)
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::app::{Extras, LineKind};
 use super::{Cmd, Msg};
@@ -14,6 +14,7 @@ use crate::cli::Cli;
 use crate::collector::{Collector, CollectorOptions};
 use crate::model::frame::Frame;
 use crate::sysroot::Sysroot;
+use crate::ticker::Ticker;
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
@@ -27,16 +28,7 @@ pub(crate) fn read_users(passwd: &Path) -> HashMap<u32, String> {
     parse_passwd(&text)
 }
 
-pub(crate) fn parse_passwd(text: &str) -> HashMap<u32, String> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split(':');
-            let name = it.next()?;
-            let uid = it.nth(1)?.parse().ok()?;
-            (!name.is_empty()).then(|| (uid, name.to_string()))
-        })
-        .collect()
-}
+pub(crate) use crate::output::batch::parse_passwd;
 
 /// Random access to a sequence of Frames (a recording).
 pub(crate) trait FrameSource {
@@ -173,29 +165,31 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
     });
 }
 
-/// Waits `d` for a command; `Err` means the UI has gone.
-fn wait(
-    rx: &Receiver<Cmd>,
-    d: Duration,
-    delay: &mut f64,
-    thread_rows: &mut Option<bool>,
-) -> Result<(), ()> {
-    let deadline = std::time::Instant::now() + d;
+/// What the data thread was woken for.
+enum Due {
+    /// The ticker's deadline: take a sample.
+    Tick,
+    /// A new delay (`d` key): take a sample now, then one every new delay.
+    Delay(f64),
+    /// Thread rows on or off: a new baseline is needed.
+    ThreadRows(bool),
+    /// The UI has gone.
+    Quit,
+}
+
+/// Waits for the ticker's deadline or a command.
+fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
     loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Cmd::SetDelay(v)) => {
-                // A new delay takes effect now rather than after the old one.
-                *delay = v;
-                return Ok(());
-            }
-            Ok(Cmd::ThreadRows(on)) => {
-                *thread_rows = Some(on);
-                return Ok(());
-            }
-            Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Err(()),
-            Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) => return Ok(()),
+        let now = Instant::now();
+        if now >= ticker.deadline() {
+            ticker.advance(now);
+            return Due::Tick;
+        }
+        match rx.recv_timeout(ticker.deadline() - now) {
+            Ok(Cmd::SetDelay(v)) => return Due::Delay(v),
+            Ok(Cmd::ThreadRows(on)) => return Due::ThreadRows(on),
+            Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Due::Quit,
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
         }
     }
 }
@@ -233,33 +227,42 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
         };
         let _ = ready_tx.send(Ok(()));
         let _ = data_tx.send(Msg::Users(read_users(&passwd).into_iter().collect()));
-        let mut interval = delay.min(FIRST_INTERVAL);
-        let mut thread_rows = None;
+        // The same skipping ticker as batch and record mode: after a stall
+        // (SIGSTOP, a suspended VM) one long frame, not a burst. The first
+        // interval (and the first after a new baseline) is short so the
+        // screen fills quickly.
+        let short = |d: f64| Duration::from_secs_f64(d.min(FIRST_INTERVAL));
+        let mut ticker = Ticker::new(short(delay));
+        let mut first = true;
         loop {
-            if wait(
-                &crx,
-                Duration::from_secs_f64(interval),
-                &mut delay,
-                &mut thread_rows,
-            )
-            .is_err()
-            {
-                return;
-            }
-            interval = delay;
-            if let Some(on) = thread_rows.take() {
-                // Thread rows need a baseline: start a new interval with
-                // them (a short one, so the list fills quickly).
-                col.set_threads(on);
-                match col.sample() {
-                    Ok(s) => prev = s,
-                    Err(e) => {
-                        let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
-                        return;
-                    }
+            match wait(&crx, &mut ticker) {
+                Due::Quit => return,
+                Due::Delay(d) => {
+                    // A new delay takes effect now rather than after the old one.
+                    delay = d;
+                    ticker.set_period(Duration::from_secs_f64(d), Instant::now());
+                    first = false;
                 }
-                interval = delay.min(FIRST_INTERVAL);
-                continue;
+                Due::ThreadRows(on) => {
+                    // Thread rows need a baseline: start a new interval
+                    // with them.
+                    col.set_threads(on);
+                    match col.sample() {
+                        Ok(s) => prev = s,
+                        Err(e) => {
+                            let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                            return;
+                        }
+                    }
+                    ticker.set_period(short(delay), Instant::now());
+                    first = true;
+                    continue;
+                }
+                Due::Tick if first => {
+                    ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
+                    first = false;
+                }
+                Due::Tick => {}
             }
             let cur = match col.sample() {
                 Ok(s) => s,

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod run;
 pub mod victim;
 
 use std::io::Write;

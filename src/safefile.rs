@@ -1,0 +1,448 @@
+//! Files named on the command line, opened without trusting the path.
+//!
+//! nettop usually runs as root, and the paths it is given may sit in
+//! directories other users can write (`/tmp`). Sizes do not tell a file from
+//! a device: block devices, /proc files and FIFOs all report 0 bytes. So:
+//!
+//! - **Outputs** ([`create_output`]) are created new (`O_CREAT|O_EXCL`), the
+//!   last component is never followed through a symlink (`O_NOFOLLOW`; the
+//!   kernel's `fs.protected_symlinks` may be off), the result is always a
+//!   regular file with mode 0600 (recordings list every process on the
+//!   host), and the only existing file ever written is an empty regular file
+//!   of our own (`mktemp`), never a device, FIFO, kernel pseudo-file or
+//!   another user's file. Directories earlier in the path are followed as
+//!   given: they are the caller's choice (`/var/run` is a symlink on Debian).
+//! - **Inputs** ([`open_input`]) must be regular files; they are opened
+//!   `O_NONBLOCK` and checked with `fstat`, so a FIFO can neither hang
+//!   nettop nor be mistaken for a recording.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+/// Mode of every file nettop creates.
+pub const OUTPUT_MODE: libc::mode_t = 0o600;
+
+/// A file's identity, so rotation can tell the files it created from
+/// files that merely have the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileId {
+    fn of(st: &libc::stat) -> FileId {
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        }
+    }
+}
+
+/// A freshly created (or reused empty) output file.
+#[derive(Debug)]
+pub struct Output {
+    pub file: File,
+    pub id: FileId,
+}
+
+fn cstring(p: &Path) -> anyhow::Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .with_context(|| format!("{}: path contains a NUL byte", p.display()))
+}
+
+fn fstat(fd: &OwnedFd) -> std::io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is an open descriptor and `st` is writable for the call.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// What kind of file `mode` describes, in words for an error message.
+fn kind(mode: libc::mode_t) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => "a regular file",
+        libc::S_IFDIR => "a directory",
+        libc::S_IFLNK => "a symbolic link",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFSOCK => "a socket",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        _ => "an unknown kind of file",
+    }
+}
+
+fn is_reg(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFREG
+}
+
+/// Kernel pseudo-filesystems: their files look regular and empty but
+/// writing them changes kernel state (`/proc/self/comm`, sysfs knobs).
+fn pseudo_fs(fd: &OwnedFd) -> Option<&'static str> {
+    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
+    let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open (O_PATH descriptors are accepted by fstatfs) and
+    // `sf` is writable for the call.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut sf) } != 0 {
+        return None;
+    }
+    // f_type's width differs between architectures; the magics fit in 32 bits.
+    let magic = sf.f_type as u32;
+    Some(match magic {
+        0x9fa0 => "proc",
+        0x6265_6572 => "sysfs",
+        0x6462_6720 => "debugfs",
+        0x7472_6163 => "tracefs",
+        0x0027_e0eb => "cgroup",
+        0x6367_7270 => "cgroup2",
+        0x7363_6673 => "securityfs",
+        0xcafe_4a11 => "bpffs",
+        0x6265_6570 => "configfs",
+        0x6165_676c => "pstore",
+        0xde5e_81e4 => "efivarfs",
+        0x6573_5543 => "fusectl",
+        _ => return None,
+    })
+}
+
+/// Opens `dir` as an `O_PATH` handle for the *at() calls below.
+fn open_dir(dir: &Path) -> anyhow::Result<OwnedFd> {
+    let c = cstring(dir)?;
+    // SAFETY: `c` is a valid NUL-terminated path; the flags open no data.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("directory {}: {e}", dir.display());
+    }
+    // SAFETY: `fd` was just returned by open(2) and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Splits `path` into its directory and last component.
+fn split(path: &Path) -> anyhow::Result<(PathBuf, CString)> {
+    let name = path
+        .file_name()
+        .filter(|n| !n.is_empty())
+        .with_context(|| format!("{}: not a file name", path.display()))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((dir, cstring(Path::new(name))?))
+}
+
+fn openat(
+    dir: &OwnedFd,
+    name: &CString,
+    flags: i32,
+    mode: libc::mode_t,
+) -> std::io::Result<OwnedFd> {
+    // SAFETY: `dir` is an open directory handle, `name` a valid C string;
+    // `mode` is passed as the variadic argument open(2) expects.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags,
+            libc::c_uint::from(mode),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by openat(2) and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn lstatat(dir: &OwnedFd, name: &CString) -> std::io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid directory handle, C string and writable `st`.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Puts a descriptor opened `O_NONBLOCK` (so that opening could not block)
+/// back into blocking mode for ordinary I/O, and fixes its mode.
+fn finish(fd: OwnedFd, chmod: bool) -> anyhow::Result<File> {
+    // SAFETY: fcntl on an open descriptor we own; F_GETFL/F_SETFL only
+    // read and set its status flags.
+    unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    // SAFETY: fchmod on an open descriptor of a regular file we own.
+    if chmod && unsafe { libc::fchmod(fd.as_raw_fd(), OUTPUT_MODE) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot set mode 0600");
+    }
+    Ok(File::from(fd))
+}
+
+/// Creates `path` for writing; see the module docs for what is refused.
+/// Errors name the path and say why.
+pub fn create_output(path: &Path) -> anyhow::Result<Output> {
+    let shown = path.display();
+    let (dir, name) = split(path)?;
+    let dirfd = open_dir(&dir)?;
+    if let Some(fs) = pseudo_fs(&dirfd) {
+        bail!(
+            "{shown} is a kernel pseudo-file ({fs}), not a regular file; refusing to write to it"
+        );
+    }
+    let flags =
+        libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    match openat(
+        &dirfd,
+        &name,
+        flags | libc::O_CREAT | libc::O_EXCL,
+        OUTPUT_MODE,
+    ) {
+        Ok(fd) => {
+            let st = fstat(&fd)?;
+            let id = FileId::of(&st);
+            return Ok(Output {
+                file: finish(fd, true)?,
+                id,
+            });
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {shown}")),
+    }
+    // It exists. Only an empty regular file of our own may be used.
+    let st = lstatat(&dirfd, &name).with_context(|| format!("cannot stat {shown}"))?;
+    check_reusable(&st, path)?;
+    let fd = openat(&dirfd, &name, flags, 0).with_context(|| format!("cannot open {shown}"))?;
+    let now = fstat(&fd)?;
+    if FileId::of(&now) != FileId::of(&st) {
+        bail!("{shown} was replaced while being opened; refusing to write to it");
+    }
+    check_reusable(&now, path)?;
+    Ok(Output {
+        id: FileId::of(&now),
+        file: finish(fd, true)?,
+    })
+}
+
+fn check_reusable(st: &libc::stat, path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        bail!(
+            "{shown} is a symbolic link; nettop does not follow symlinks for files it writes \
+             (give the target path itself)"
+        );
+    }
+    if !is_reg(st) {
+        bail!(
+            "{shown} is {}, not a regular file; refusing to write to it",
+            kind(st.st_mode)
+        );
+    }
+    if st.st_size > 0 {
+        bail!(
+            "{shown} already exists and is not empty; refusing to overwrite a recording \
+             (remove it or choose another name)"
+        );
+    }
+    if st.st_uid != euid() {
+        bail!(
+            "{shown} is an empty file owned by uid {}, not by us; refusing to write into a file \
+             another user controls (remove it or choose another name)",
+            st.st_uid
+        );
+    }
+    if st.st_nlink != 1 {
+        bail!(
+            "{shown} has {} hard links; refusing to write to it",
+            st.st_nlink
+        );
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading: a regular file only, at most `max_len` bytes
+/// when given. A FIFO or device is refused without blocking.
+pub fn open_input(path: &Path, max_len: Option<u64>) -> anyhow::Result<File> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot open {shown}"))?;
+    if !meta.file_type().is_file() {
+        use std::os::unix::fs::MetadataExt;
+        bail!(
+            "{shown} is {}, not a regular file",
+            kind(meta.mode() as libc::mode_t)
+        );
+    }
+    let c = cstring(path)?;
+    // SAFETY: valid C string; O_NONBLOCK makes even a FIFO swapped in after
+    // the check above return at once.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("cannot open {shown}"));
+    }
+    // SAFETY: `fd` was just returned by open(2) and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let st = fstat(&fd)?;
+    if !is_reg(&st) {
+        bail!("{shown} is {}, not a regular file", kind(st.st_mode));
+    }
+    if let Some(max) = max_len
+        && st.st_size as u64 > max
+    {
+        bail!(
+            "{shown} is {} bytes, more than the {} MiB this file can sensibly be",
+            st.st_size,
+            max >> 20
+        );
+    }
+    finish(fd, false)
+}
+
+/// Reads a whole input file of at most `max_len` bytes (see [`open_input`]).
+pub fn read_input(path: &Path, max_len: u64) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = open_input(path, Some(max_len))?;
+    let mut v = Vec::new();
+    f.take(max_len + 1)
+        .read_to_end(&mut v)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if v.len() as u64 > max_len {
+        bail!(
+            "{} grew past {} MiB while being read",
+            path.display(),
+            max_len >> 20
+        );
+    }
+    Ok(v)
+}
+
+/// The identity of whatever `path` names, without following a symlink.
+pub fn id_of(path: &Path) -> std::io::Result<Option<FileId>> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `rename(from, to)` that fails with `EEXIST` instead of replacing `to`.
+pub fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+    let (Ok(f), Ok(t)) = (cstring(from), cstring(to)) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    // SAFETY: two valid C strings; AT_FDCWD resolves them like rename(2).
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn creates_private_files_and_refuses_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a");
+        let o = create_output(&p).unwrap();
+        assert_eq!(id_of(&p).unwrap(), Some(o.id));
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        drop(o);
+        // Our own empty file: reused. Non-empty: refused.
+        assert!(create_output(&p).is_ok());
+        std::fs::write(&p, b"x").unwrap();
+        let e = create_output(&p).unwrap_err().to_string();
+        assert!(e.contains("not empty"), "{e}");
+        let l = d.path().join("l");
+        std::os::unix::fs::symlink(d.path().join("nowhere"), &l).unwrap();
+        let e = create_output(&l).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(!d.path().join("nowhere").exists());
+        let e = format!("{:#}", create_output(Path::new("/dev/null")).unwrap_err());
+        assert!(e.contains("character device"), "{e}");
+        let e = format!(
+            "{:#}",
+            create_output(Path::new("/proc/self/comm")).unwrap_err()
+        );
+        assert!(e.contains("pseudo-file (proc)"), "{e}");
+        let e = format!("{:#}", create_output(Path::new("/")).unwrap_err());
+        assert!(e.contains("not a file name"), "{e}");
+    }
+
+    #[test]
+    fn inputs_must_be_regular_files() {
+        let e = format!(
+            "{:#}",
+            open_input(Path::new("/dev/zero"), None).unwrap_err()
+        );
+        assert!(e.contains("character device, not a regular file"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, vec![0u8; 100]).unwrap();
+        assert_eq!(read_input(&p, 100).unwrap().len(), 100);
+        assert!(read_input(&p, 99).is_err());
+    }
+
+    #[test]
+    fn rename_never_replaces() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::write(&b, b"b").unwrap();
+        let e = rename_noreplace(&a, &b).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+        assert_eq!(std::fs::read(&b).unwrap(), b"b");
+    }
+}
