@@ -23,6 +23,8 @@ pub struct CollectorOptions {
     pub pids: Vec<u32>,
     /// Keep kernel BPF run-time stats on while running.
     pub bpf_stats: bool,
+    /// Calibration cache directory (`None`: `$NETTOP_CACHE_DIR` or the default).
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 /// The live source of [`RawSample`]s.
@@ -38,7 +40,7 @@ impl Collector {
     /// message when BPF cannot be used (no root, no BTF).
     pub fn new(opts: CollectorOptions) -> Result<Self> {
         check_pids_exist(&opts.sysroot, &opts.pids)?;
-        let host = host::detect(&opts.sysroot);
+        let mut host = host::detect(&opts.sysroot);
         let bpf = if opts.no_bpf {
             None
         } else {
@@ -51,11 +53,19 @@ impl Collector {
             let tasks =
                 procfs::read_tasks(&opts.sysroot, &[]).context("listing ksoftirqd threads")?;
             let ksoftirqd = procfs::find_ksoftirqd(&tasks).into_iter().collect();
-            Some(BpfCollector::open(&BpfOptions {
+            let mut bpf = BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
                 ..Default::default()
-            })?)
+            })?;
+            // Once per boot (cached): without it HIDDEN~ is not shown and the
+            // frames say why, but nettop still runs.
+            let dir = crate::calibrate::cache::dir(opts.cache_dir.as_deref());
+            match crate::calibrate::cached_or_measure(&mut bpf, &opts.sysroot, &dir, &host) {
+                Ok(c) => host.calibration = Some(c),
+                Err(e) => host.calibration_missing = format!("{e:#}"),
+            }
+            Some(bpf)
         };
         Ok(Self {
             opts,

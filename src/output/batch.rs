@@ -134,6 +134,7 @@ pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
         no_bpf: cli.no_bpf,
         pids: cli.pids.clone(),
         bpf_stats: cli.bpf_stats,
+        cache_dir: cli.cache_dir.clone(),
     })?;
     let host = collector.host().clone();
     let stop = stop_flag()?;

@@ -115,6 +115,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
                 let _ = write!(line, "  missing: {}", h.missing_tracepoints.join(","));
             }
             let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "Hidden~: {}", f.hidden_note);
         }
         Source::ProcOnly => {
             let _ = writeln!(
@@ -129,7 +130,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
     let _ = writeln!(
         out,
         "%Cpu(s): {:5.1} us {:5.1} sy {:5.1} hi {:5.1} si {:5.1} st {:5.1} id | NET_RX {}/s  napi {}/s  pkts {}/s  \
-         budget-exh {}/s  squeeze {}/s | stolen {:.1}% of a CPU | tasks {} procs {} cpus {}",
+         budget-exh {}/s  squeeze {}/s | stolen {:.1}% hidden~ {:.1}% of a CPU | tasks {} procs {} cpus {}",
         s.usr_pct,
         s.sys_pct,
         s.irq_pct,
@@ -142,6 +143,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         rate(s.budget_exhausted_per_s),
         rate(s.time_squeeze_per_s),
         s.stolen_pct_total,
+        s.hidden_pct_total,
         s.tasks,
         s.processes,
         s.cpus_online
@@ -152,7 +154,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
     let _ = writeln!(
         out,
         "\n CPU NODE    us    sy    ni    id    wa    hi    si    st | T:hi  sysv  si:stl   inl   ksd | \
-         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd% unexpl%"
+         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~%"
     );
     let bpf = f.source == Source::Bpf;
     for c in &f.cpus {
@@ -191,7 +193,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 rate(c.budget_exhausted_per_s),
                 rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
-                c.unexplained_irq_pct
+                c.hidden_pct
             );
         } else {
             let _ = write!(
@@ -285,7 +287,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
         "NET_RX%",
         "SI-OTHER%",
         "INLINE%",
-        "UNEXPL~%",
+        "HIDDEN~%",
         "IRQ/s",
         "CPU"
     );
@@ -317,7 +319,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
                 net,
                 other.max(0.0),
                 t.inline_pct,
-                t.unexplained_est_pct,
+                t.hidden_pct,
                 rate(t.interrupts_per_s)
             );
         } else {

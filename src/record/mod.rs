@@ -382,6 +382,7 @@ pub fn live_source(cli: &Cli) -> anyhow::Result<Box<dyn SampleSource>> {
         no_bpf: cli.no_bpf,
         pids: cli.pids.clone(),
         bpf_stats: cli.bpf_stats,
+        cache_dir: cli.cache_dir.clone(),
     })?;
     Ok(Box::new(Live(
         c,

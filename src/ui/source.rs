@@ -200,6 +200,7 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
         no_bpf: cli.no_bpf,
         pids: cli.pids.clone(),
         bpf_stats: cli.bpf_stats,
+        cache_dir: cli.cache_dir.clone(),
     };
     let passwd = cli.sysroot.join("etc/passwd");
     let mut delay = cli.delay;
