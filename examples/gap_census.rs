@@ -55,11 +55,11 @@ fn parse() -> Result<Args> {
 
 fn run() -> Result<()> {
     let a = parse()?;
-    let mut bpf = BpfCollector::open(&BpfOptions::default())?;
+    let bpf = BpfCollector::open(&BpfOptions::default())?;
     if a.ipi_from.is_some() {
         spin::register_ipi_sender()?;
     }
-    let probe = bpf.probe(a.cpu)?;
+    let probe = bpf.probe(a.cpu);
     let stop = AtomicBool::new(false);
     let stop = &stop;
     let windows = std::thread::scope(|s| -> Result<Vec<spin::Window>> {

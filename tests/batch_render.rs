@@ -6,6 +6,8 @@
 //! CPU 2 where a pinned data-plane worker runs, ksoftirqd/6 saturated by a
 //! second queue, CPU 7 offline. CLK_TCK 100, interval 1 s.
 
+mod common;
+
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -511,7 +513,9 @@ fn json_snapshots() {
 }
 
 fn nettop() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nettop"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_nettop"));
+    c.env("NETTOP_CACHE_DIR", common::cache_dir());
+    c
 }
 
 fn fixture(name: &str) -> String {

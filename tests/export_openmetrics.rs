@@ -204,7 +204,8 @@ fn start_serve() -> (Kill, String) {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nettop"));
-    cmd.args(["--serve", &addr, "-d", "0.5"]);
+    cmd.args(["--serve", &addr, "-d", "0.5"])
+        .env("NETTOP_CACHE_DIR", common::cache_dir());
     if !common::is_root() {
         cmd.arg("--no-bpf");
     }

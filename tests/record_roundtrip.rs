@@ -1,5 +1,7 @@
 //! Recording round trips, crash safety and bad input.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -35,6 +37,7 @@ fn write_file(
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_nettop"))
+        .env("NETTOP_CACHE_DIR", common::cache_dir())
         .args(args)
         .output()
         .unwrap();

@@ -83,12 +83,12 @@ fn now_unix_ms() -> u64 {
 /// Runs the spinner and the sender and returns the spinner's windows with
 /// the CPU time both used.
 fn run_windows(
-    bpf: &mut BpfCollector,
+    bpf: &BpfCollector,
     place: &Placement,
     opts: &Options,
 ) -> Result<(Vec<Window>, u64)> {
     spin::register_ipi_sender()?;
-    let probe = bpf.probe(place.spinner)?;
+    let probe = bpf.probe(place.spinner);
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| -> Result<(Vec<Window>, u64)> {
         let sender = s.spawn(|| -> Result<u64> {
@@ -217,7 +217,7 @@ pub fn table(
 
 /// Measures now, on CPUs chosen on this host.
 pub fn measure(
-    bpf: &mut BpfCollector,
+    bpf: &BpfCollector,
     root: &Sysroot,
     key: CalibrationKey,
     regime: Regime,
@@ -236,7 +236,7 @@ pub fn measure(
 /// boot, else measured now and cached. A cache that cannot be written is
 /// said in `origin`, not an error: the measurement is still good.
 pub fn cached_or_measure(
-    bpf: &mut BpfCollector,
+    bpf: &BpfCollector,
     root: &Sysroot,
     dir: &Path,
     host: &HostInfo,
@@ -270,12 +270,12 @@ pub fn run_cli(cli: &crate::cli::Cli) -> Result<u8> {
     let ksoftirqd = crate::collector::procfs::find_ksoftirqd(&tasks)
         .into_iter()
         .collect();
-    let mut bpf = BpfCollector::open(&BpfOptions {
+    let bpf = BpfCollector::open(&BpfOptions {
         ksoftirqd,
         ..Default::default()
     })?;
     let key = cache::key(&root, &host, bpf.mode().name());
-    let mut c = measure(&mut bpf, &root, key, host.regime, &Options::default())?;
+    let mut c = measure(&bpf, &root, key, host.regime, &Options::default())?;
     let dir = cache::dir(cli.cache_dir.as_deref());
     let stored = cache::store(&dir, &c);
     c.origin = match &stored {
@@ -289,4 +289,101 @@ pub fn run_cli(cli: &crate::cli::Cli) -> Result<u8> {
     };
     print!("{out}");
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spin::Gap;
+    use super::*;
+
+    fn place() -> Placement {
+        Placement {
+            spinner: 1,
+            sender: 0,
+            excluded: Default::default(),
+        }
+    }
+
+    /// One 100 ms window: `ipis` IPI gaps of 3.5 µs (0.5 traced), `ticks`
+    /// timer gaps of 20 µs (15 traced), 10 hypervisor gaps of 10 µs.
+    fn window(ipis: u64, ticks: u64, cputime_ns: u64) -> Window {
+        let mut gaps = Vec::new();
+        let g = |len, traced, intr| Gap {
+            at_ns: 0,
+            len_ns: len,
+            traced_ns: traced,
+            intr,
+            softirqs: 0,
+        };
+        gaps.extend((0..ipis).map(|_| g(3_500, 500, [0, 0, 1, 0])));
+        gaps.extend((0..ticks).map(|_| g(20_000, 15_000, [0, 1, 0, 0])));
+        gaps.extend((0..10).map(|_| g(10_000, 0, [0; 4])));
+        Window {
+            cpu: 1,
+            wall_ns: 100_000_000,
+            step_ns: 30,
+            gaps,
+            outside_gaps: 0,
+            cputime_ns,
+            ctx_switches: 0,
+        }
+    }
+
+    #[test]
+    fn table_from_gaps() {
+        let w = vec![window(300, 25, 100_000_000)];
+        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        assert_eq!((c.cpu, c.sender_cpu), (1, 0));
+        assert_eq!((c.ipi.basis, c.ipi.samples), (Basis::Measured, 300));
+        assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
+        assert!((c.ipi.traced_ns - 500.0).abs() < 1e-9);
+        assert_eq!(c.timer.basis, Basis::Measured);
+        assert!((c.timer.hidden_ns - 5_000.0).abs() < 1e-9);
+        // Devices cannot be induced: the IPI's cost, and said so.
+        assert_eq!(c.device.basis, Basis::SameAsIpi);
+        assert!((c.device.hidden_ns - 3_000.0).abs() < 1e-9);
+        assert_eq!(c.runtime_share, 1.0);
+        assert!((c.untraced_gaps_per_s - 100.0).abs() < 1e-9);
+        assert!((c.untraced_pct - 0.1).abs() < 1e-9);
+
+        // Too few ticks: the timer takes the IPI's cost.
+        let c = table(
+            &[window(300, 5, 0)],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+        )
+        .expect("table");
+        assert_eq!(c.timer.basis, Basis::SameAsIpi);
+        assert!((c.timer.hidden_ns - 3_000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn too_few_ipis_is_an_error() {
+        let e = table(
+            &[window(50, 25, 0)],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+        )
+        .expect_err("50 IPIs");
+        assert!(format!("{e:#}").contains("only 50 clean IPI gaps"));
+    }
+
+    /// IRQ_TIME_ACCOUNTING: the spinner was charged 100 ms − lost + what of
+    /// its gaps the kernel did not clock as irq time. Gaps: 300 × 3.5 µs +
+    /// 25 × 20 µs + 10 × 10 µs = 1.65 ms; hidden 300 × 3 + 25 × 5 = 1.025 ms.
+    /// Charged 98.35 ms own + 0.1 ms untraced + 0.5 × 1.025 ms: share 0.5.
+    #[test]
+    fn runtime_share_under_irq_time_accounting() {
+        let cputime = 98_350_000 + 100_000 + 512_500;
+        let c = table(
+            &[window(300, 25, cputime)],
+            CalibrationKey::default(),
+            Regime::IrqTimeAccounting,
+            &place(),
+        )
+        .expect("table");
+        assert!((c.runtime_share - 0.5).abs() < 1e-9, "{}", c.runtime_share);
+    }
 }

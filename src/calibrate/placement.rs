@@ -51,14 +51,6 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
     let own_pid = unsafe { libc::getpid() } as u32;
     let allowed = procfs::live_affinity(own_pid).unwrap_or_else(|| online.clone());
     let isolated = crate::topology::isolated_cpus(root).unwrap_or_default();
-    let mut excluded: BTreeMap<u32, String> = BTreeMap::new();
-    for cpu in online.iter() {
-        if isolated.contains(cpu) {
-            excluded.insert(cpu, "isolated (isolcpus/nohz_full)".into());
-        } else if !allowed.contains(cpu) {
-            excluded.insert(cpu, "outside nettop's own CPU affinity".into());
-        }
-    }
 
     let tasks = procfs::read_tasks(root, &[]).context("listing threads")?;
     let pinned: Vec<Pinned> = tasks
@@ -80,27 +72,26 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
     std::thread::sleep(SAMPLE);
     let elapsed = t0.elapsed().as_nanos() as f64;
     let times1 = procfs::read_cpu_times(root).unwrap_or_default();
+    let mut busy_threads = Vec::new();
     for p in &pinned {
         let Some(now) = schedstat_ns(root, p.tgid, p.tid) else {
             continue;
         };
         let used = now.saturating_sub(p.on_cpu_ns) as f64 / elapsed;
         if used >= BUSY_FRACTION {
-            for cpu in p.cpus.iter() {
-                excluded.entry(cpu).or_insert_with(|| {
-                    format!(
-                        "busy pinned thread {} ({}) at {:.0}% CPU",
-                        p.tid,
-                        p.comm,
-                        used * 100.0
-                    )
-                });
-            }
+            busy_threads.push((
+                p.cpus.clone(),
+                format!(
+                    "busy pinned thread {} ({}) at {:.0}% CPU",
+                    p.tid,
+                    p.comm,
+                    used * 100.0
+                ),
+            ));
         }
     }
-
     // Busy ticks per CPU over the sample, to prefer quiet CPUs.
-    let busy: BTreeMap<u32, u64> = times1
+    let load: BTreeMap<u32, u64> = times1
         .iter()
         .map(|(cpu, c)| {
             let p = times0
@@ -114,11 +105,34 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
             (*cpu, b(c).saturating_sub(b(&p)))
         })
         .collect();
+    pick(&online, &allowed, &isolated, &busy_threads, &load)
+}
+
+/// The choice itself, from the facts [`choose`] gathered: `busy_threads`
+/// are the CPU sets of busy pinned threads with a description, `load` the
+/// busy ticks per CPU.
+pub fn pick(
+    online: &CpuSet,
+    allowed: &CpuSet,
+    isolated: &CpuSet,
+    busy_threads: &[(CpuSet, String)],
+    load: &BTreeMap<u32, u64>,
+) -> Result<Placement> {
+    let mut excluded: BTreeMap<u32, String> = BTreeMap::new();
+    for cpu in online.iter() {
+        if isolated.contains(cpu) {
+            excluded.insert(cpu, "isolated (isolcpus/nohz_full)".into());
+        } else if !allowed.contains(cpu) {
+            excluded.insert(cpu, "outside nettop's own CPU affinity".into());
+        } else if let Some((_, why)) = busy_threads.iter().find(|(s, _)| s.contains(cpu)) {
+            excluded.insert(cpu, why.clone());
+        }
+    }
     let mut eligible: Vec<u32> = online
         .iter()
         .filter(|c| !excluded.contains_key(c))
         .collect();
-    eligible.sort_by_key(|c| (busy.get(c).copied().unwrap_or(0), std::cmp::Reverse(*c)));
+    eligible.sort_by_key(|c| (load.get(c).copied().unwrap_or(0), std::cmp::Reverse(*c)));
     match eligible[..] {
         [spinner, sender, ..] => Ok(Placement {
             spinner,
@@ -140,5 +154,53 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
                 }
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).expect("cpu list")
+    }
+
+    #[test]
+    fn never_isolated_never_next_to_a_busy_pinned_thread() {
+        let online = set("0-5");
+        let busy = vec![(set("3"), "busy pinned thread 7 (dpdk)".to_string())];
+        let load: BTreeMap<u32, u64> = [(0, 0), (1, 9), (2, 0), (3, 0), (4, 1), (5, 0)].into();
+        let p = pick(&online, &set("0-4"), &set("2"), &busy, &load).expect("placement");
+        // Quietest eligible CPUs, higher numbers first on a tie (CPU 0 last).
+        assert_eq!((p.spinner, p.sender), (0, 4));
+        assert!(p.excluded[&2].contains("isolated"));
+        assert!(p.excluded[&3].contains("dpdk"));
+        assert!(p.excluded[&5].contains("affinity"));
+        assert!(!p.excluded.contains_key(&1));
+
+        let load: BTreeMap<u32, u64> = BTreeMap::new();
+        let p = pick(&set("0-3"), &set("0-3"), &CpuSet::new(), &[], &load).expect("placement");
+        assert_eq!((p.spinner, p.sender), (3, 2));
+    }
+
+    #[test]
+    fn too_few_cpus_is_an_error_that_says_why() {
+        let busy = vec![(set("1"), "busy pinned thread 9 (victim)".to_string())];
+        let e = pick(
+            &set("0-1"),
+            &set("0-1"),
+            &CpuSet::new(),
+            &busy,
+            &BTreeMap::new(),
+        )
+        .expect_err("one CPU left");
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("found 1") && msg.contains("CPU 1: busy pinned thread 9"),
+            "{msg}"
+        );
+        let e =
+            pick(&set("0"), &set("0"), &CpuSet::new(), &[], &BTreeMap::new()).expect_err("one CPU");
+        assert!(format!("{e:#}").contains("only one CPU online"));
     }
 }

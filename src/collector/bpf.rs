@@ -140,6 +140,11 @@ pub struct BpfCollector {
     missing: Vec<String>,
     /// Holds `bpf_stats_enabled` on; the kernel restores it when closed.
     _stats_fd: Option<OwnedFd>,
+    /// The object's mmapped .bss (fake clock, calibration probe). Every
+    /// access after load goes through this pointer, with volatile loads and
+    /// stores, so the mapping is never also reached through a Rust reference
+    /// while a [`Probe`] reads it.
+    bss: *mut types::bss,
 }
 
 /// Checks what a BPF load needs and says how to fix what is missing.
@@ -283,7 +288,13 @@ impl BpfCollector {
             prog.set_autoload(load);
         }
 
-        let skel = open.load().context("loading BPF programs")?;
+        let mut skel = open.load().context("loading BPF programs")?;
+        let bss: *mut types::bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .map(|b| b as *mut types::bss)
+            .ok_or_else(|| anyhow!("the BPF object has no mapped .bss"))?;
 
         let stats_fd = if opts.stats {
             // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
@@ -329,6 +340,7 @@ impl BpfCollector {
             mode,
             missing,
             _stats_fd: stats_fd,
+            bss,
         })
     }
 
@@ -500,34 +512,28 @@ impl BpfCollector {
             .sum()
     }
 
-    /// Starts feeding the calibration probe from `cpu` (see [`Probe`]).
-    /// Only one probe exists at a time: it borrows the collector.
-    pub fn probe(&mut self, cpu: u32) -> Result<Probe<'_>> {
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref_mut()
-            .ok_or_else(|| anyhow!("the BPF object has no mapped .bss"))?;
-        let bss: *mut types::bss = bss;
-        // SAFETY: bss points into the object's mmapped .bss, alive as long as
-        // the skeleton (borrowed by the returned Probe). probe_cpu1 is a u32
-        // the BPF programs only read; a volatile store makes it visible to
-        // them at once.
-        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).probe_cpu1), cpu + 1) };
-        Ok(Probe {
-            bss,
+    /// Starts feeding the calibration probe from `cpu` (see [`Probe`]);
+    /// it stops when the probe is dropped.
+    pub fn probe(&self, cpu: u32) -> Probe<'_> {
+        // SAFETY: `self.bss` is the live mapping (see the field); probe_cpu1
+        // is a u32 the BPF programs only read, and a volatile store makes it
+        // visible to them at once.
+        unsafe {
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.bss).probe_cpu1), cpu + 1)
+        };
+        Probe {
+            bss: self.bss,
             _collector: std::marker::PhantomData,
-        })
+        }
     }
 
     // ---- test support: drive the state machine with exact timelines ----
 
     /// Sets the fake clock (only meaningful with `test_clock`).
-    pub fn set_fake_now(&mut self, ns: u64) {
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            bss.fake_now_ns = ns;
-        }
+    pub fn set_fake_now(&self, ns: u64) {
+        // SAFETY: `self.bss` is the live mapping (see the field); a volatile
+        // store of a u64 the programs only read.
+        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.bss).fake_now_ns), ns) };
     }
 
     /// Runs the loaded program attached to `tracepoint` (`raw_tp` flavour)
@@ -573,7 +579,7 @@ pub struct ProbeCounts {
 /// system call that would itself disturb the CPU. Stops the probe on drop.
 pub struct Probe<'a> {
     bss: *mut types::bss,
-    _collector: std::marker::PhantomData<&'a mut BpfCollector>,
+    _collector: std::marker::PhantomData<&'a BpfCollector>,
 }
 
 // SAFETY: the pointer targets the skeleton's mmapped .bss, which lives as long

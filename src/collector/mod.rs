@@ -53,7 +53,7 @@ impl Collector {
             let tasks =
                 procfs::read_tasks(&opts.sysroot, &[]).context("listing ksoftirqd threads")?;
             let ksoftirqd = procfs::find_ksoftirqd(&tasks).into_iter().collect();
-            let mut bpf = BpfCollector::open(&BpfOptions {
+            let bpf = BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
                 ..Default::default()
@@ -61,7 +61,7 @@ impl Collector {
             // Once per boot (cached): without it HIDDEN~ is not shown and the
             // frames say why, but nettop still runs.
             let dir = crate::calibrate::cache::dir(opts.cache_dir.as_deref());
-            match crate::calibrate::cached_or_measure(&mut bpf, &opts.sysroot, &dir, &host) {
+            match crate::calibrate::cached_or_measure(&bpf, &opts.sysroot, &dir, &host) {
                 Ok(c) => host.calibration = Some(c),
                 Err(e) => host.calibration_missing = format!("{e:#}"),
             }
