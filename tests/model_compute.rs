@@ -428,7 +428,7 @@ fn hidden_cost_by_class() {
     approx(c.hidden_pct, 0.45);
     approx(c.true_pct, 95.0 - 13.0 - 0.45);
     assert!(
-        f.hidden_note.contains("IPI 3.0 µs ±0.1") && f.hidden_note.contains("cache /x"),
+        f.hidden_note.contains("IPI 3.0 µs ±0.10 µs") && f.hidden_note.contains("cache /x"),
         "{}",
         f.hidden_note
     );

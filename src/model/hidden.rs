@@ -138,6 +138,11 @@ fn us(ns: f64) -> String {
     format!("{:.1} µs", ns / 1000.0)
 }
 
+/// A spread keeps two significant decimals: ±0.02 µs is not ±0.0.
+fn spread(ns: f64) -> String {
+    format!("±{:.2} µs", ns / 1000.0)
+}
+
 fn age(ms: u64) -> String {
     let s = ms / 1000;
     match s {
@@ -173,15 +178,19 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
         &c.origin
     };
     let timer = match c.timer.basis {
-        Basis::Measured => format!("timer {} ±{}", us(c.timer.hidden_ns), us(c.timer.spread_ns)),
+        Basis::Measured => format!(
+            "timer {} {}",
+            us(c.timer.hidden_ns),
+            spread(c.timer.spread_ns)
+        ),
         Basis::SameAsIpi => "timer = IPI".into(),
     };
     format!(
         "HIDDEN~ = interruptions × untraced cost each, calibrated on CPU {} {when} ({origin}): \
-         IPI {} ±{} (traced {}), {timer}, device/other = IPI",
+         IPI {} {} (traced {}), {timer}, device/other = IPI",
         c.cpu,
         us(c.ipi.hidden_ns),
-        us(c.ipi.spread_ns),
+        spread(c.ipi.spread_ns),
         us(c.ipi.traced_ns),
     )
 }

@@ -130,7 +130,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
     let _ = writeln!(
         out,
         "%Cpu(s): {:5.1} us {:5.1} sy {:5.1} hi {:5.1} si {:5.1} st {:5.1} id | NET_RX {}/s  napi {}/s  pkts {}/s  \
-         budget-exh {}/s  squeeze {}/s | stolen {:.1}% hidden~ {:.1}% of a CPU | tasks {} procs {} cpus {}",
+         budget-exh {}/s  squeeze {}/s | stolen {:.1}%{} of a CPU | tasks {} procs {} cpus {}",
         s.usr_pct,
         s.sys_pct,
         s.irq_pct,
@@ -143,7 +143,11 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         rate(s.budget_exhausted_per_s),
         rate(s.time_squeeze_per_s),
         s.stolen_pct_total,
-        s.hidden_pct_total,
+        if f.source == Source::Bpf {
+            format!(" hidden~ {:.1}%", s.hidden_pct_total)
+        } else {
+            String::new()
+        },
         s.tasks,
         s.processes,
         s.cpus_online
