@@ -435,7 +435,11 @@ fn recordings_carry_the_calibration() {
     assert_eq!(code, 0, "{err}");
     let f: Frame = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     if f.source == nettop::model::raw::Source::Bpf {
-        assert!(f.hidden_note.contains("not calibrated"), "{}", f.hidden_note);
+        assert!(
+            f.hidden_note.contains("not calibrated"),
+            "{}",
+            f.hidden_note
+        );
     }
     assert!(f.processes.iter().all(|t| t.hidden_pct == 0.0));
 }

@@ -434,8 +434,8 @@ pub fn families(
         }
     }
     out.extend([
-        online, cpu_s, hard, sysvec, soft, intr, chid, rx_s, rx_n, rx_r, rx_max, polls, pkts, exh, sn_p,
-        sn_d, sn_s, sn_r,
+        online, cpu_s, hard, sysvec, soft, intr, chid, rx_s, rx_n, rx_r, rx_max, polls, pkts, exh,
+        sn_p, sn_d, sn_s, sn_r,
     ]);
 
     // napi instances, summed over the CPUs that polled them.
