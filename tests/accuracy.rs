@@ -287,12 +287,22 @@ fn run_nettop(args: &[String], cache: &Path, timeout: Duration) -> Result<String
 }
 
 /// `nettop --calibrate` into the oracle's private cache, before any load.
+/// nettop refuses CPUs where a busy pinned thread runs: if another test
+/// (another worktree's oracle, say) holds them, wait for it, up to a minute.
 fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
-    let text = run_nettop(
-        &["--calibrate".into(), "--json".into()],
-        cache,
-        Duration::from_secs(30),
-    )?;
+    let args = ["--calibrate".to_string(), "--json".into()];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        match run_nettop(&args, cache, Duration::from_secs(30)) {
+            Err(Fail::Broken(e))
+                if e.contains("busy pinned thread") && Instant::now() < deadline =>
+            {
+                common::report(&format!("calibration waits: {e}\n"));
+                sleep(Duration::from_secs(5));
+            }
+            r => break r?,
+        }
+    };
     let c: Calibration = serde_json::from_str(text.trim()).map_err(|e| {
         format!("nettop --calibrate --json is not a calibration ({e}): {text:.300}")
     })?;
