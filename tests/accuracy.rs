@@ -596,27 +596,111 @@ fn oracle_lock() -> MutexGuard<'static, ()> {
     ORACLE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A scenario's pass condition.
+type Check = fn(&Outcome) -> Result<(), String>;
+
 /// The bounds for a loaded scenario.
-fn check_loaded(o: &Outcome, ctx: &str) {
+fn check_loaded(o: &Outcome) -> Result<(), String> {
     let a = &o.avg;
-    assert!(
-        (a.true_ - o.share_pct).abs() <= MAX_TRUE_ERROR,
-        "{}: TRUE% {:.1} is {:+.1} points from the victim's measured share {:.1} % (bound ±{MAX_TRUE_ERROR}){ctx}",
-        o.label,
-        a.true_,
-        a.true_ - o.share_pct,
-        o.share_pct
-    );
-    assert!(
-        EXPLAINED.contains(&o.explained()),
-        "{}: (STOLEN {:.1} + HIDDEN~ {:.1}) / loss {:.1} = {:.2}, outside {:?}{ctx}",
-        o.label,
-        a.stolen,
-        a.hidden,
-        o.loss_pct(),
-        o.explained(),
-        EXPLAINED
-    );
+    if (a.true_ - o.share_pct).abs() > MAX_TRUE_ERROR {
+        return Err(format!(
+            "{}: TRUE% {:.1} is {:+.1} points from the victim's measured share {:.1} % (bound ±{MAX_TRUE_ERROR})",
+            o.label,
+            a.true_,
+            a.true_ - o.share_pct,
+            o.share_pct
+        ));
+    }
+    if !EXPLAINED.contains(&o.explained()) {
+        return Err(format!(
+            "{}: (STOLEN {:.1} + HIDDEN~ {:.1}) / loss {:.1} = {:.2}, outside {:?}",
+            o.label,
+            a.stolen,
+            a.hidden,
+            o.loss_pct(),
+            o.explained(),
+            EXPLAINED
+        ));
+    }
+    Ok(())
+}
+
+/// RPS steered onto the victim: the load reached it, top was fooled, and
+/// nettop's figures meet the bounds.
+fn check_steered(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    if a.top < 80.0 || a.stolen < 15.0 {
+        return Err(format!(
+            "{}: TOP% {:.1} (want ≥ 80) and STOLEN% {:.1} (want ≥ 15): the load did not reach CPU {VICTIM_CPU}",
+            o.label, a.top, a.stolen
+        ));
+    }
+    check_loaded(o)
+}
+
+fn check_control(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    if a.stolen < CONTROL_MAX && a.hidden < CONTROL_MAX {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: STOLEN% {:.1} and HIDDEN~% {:.1}, expected both < {CONTROL_MAX}",
+            o.label, a.stolen, a.hidden
+        ))
+    }
+}
+
+/// Pure IPIs: system vectors only, no softirq at all, a real loss, bounds.
+fn check_ipi(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    if a.softirq_stolen >= 0.5 || a.sysvec <= 0.5 {
+        return Err(format!(
+            "{}: expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %",
+            o.label, a.sysvec, a.softirq_stolen
+        ));
+    }
+    if o.loss_pct() < 10.0 {
+        return Err(format!(
+            "{}: the IPIs cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
+            o.label,
+            o.loss_pct()
+        ));
+    }
+    check_loaded(o)
+}
+
+/// Runs a scenario and checks it; a miss is run once more, because the
+/// oracle itself is noisy on a shared VM (another task on the victim's CPU,
+/// the hypervisor busy elsewhere: see BENCHMARKS.md). A nettop that is
+/// wrong misses twice. Every attempt is reported.
+fn attempt(
+    test: &str,
+    label: &'static str,
+    check: Check,
+    mut run: impl FnMut() -> Result<Outcome, Fail>,
+) -> Option<Outcome> {
+    let mut misses = Vec::new();
+    for _ in 0..2 {
+        match run() {
+            Ok(o) => {
+                let d = describe(&o);
+                common::report(&d);
+                match check(&o) {
+                    Ok(()) => return Some(o),
+                    Err(e) => {
+                        common::report(&format!("MISS {e}\n"));
+                        misses.push(format!("{e}\n{d}"));
+                    }
+                }
+            }
+            Err(Fail::Cannot(reason)) => {
+                common::skip(test, &reason);
+                return None;
+            }
+            Err(Fail::Broken(e)) => panic!("{label}: {e}"),
+        }
+    }
+    panic!("{label}: missed twice:\n{}", misses.join("\n"));
 }
 
 #[test]
@@ -643,46 +727,18 @@ fn nettop_sees_stolen_time() {
             return;
         }
     };
-    let mut outcomes = Vec::new();
-    for (label, mask) in [("steered: RPS on", "2"), ("control: RPS off", "0")] {
-        match run_scenario(Load::Rps(&mut pair, mask), label, cache.path()) {
-            Ok(o) => {
-                common::report(&describe(&o));
-                outcomes.push(o);
-            }
-            Err(Fail::Cannot(reason)) => {
-                drop(pair);
-                common::skip(TEST, &reason);
-                return;
-            }
-            Err(Fail::Broken(e)) => panic!("{label}: {e}"),
+    let scenarios: [(&'static str, &'static str, Check); 2] = [
+        ("steered: RPS on", "2", check_steered),
+        ("control: RPS off", "0", check_control),
+    ];
+    for (label, mask, check) in scenarios {
+        let ok = attempt(TEST, label, check, || {
+            run_scenario(Load::Rps(&mut pair, mask), label, cache.path())
+        });
+        if ok.is_none() {
+            return;
         }
     }
-    drop(pair);
-
-    let steered = &outcomes[0];
-    let control = &outcomes[1];
-    let a = &steered.avg;
-    let ctx = format!(
-        "\n{}\n{}\n(oracle loss under RPS: {:.1} %; if it is small, the load did not reach CPU {VICTIM_CPU})",
-        describe(steered),
-        describe(control),
-        steered.loss_pct()
-    );
-    // The load really reached the victim, and top really was fooled.
-    assert!(a.top >= 80.0, "victim's top-style % {:.1} < 80{ctx}", a.top);
-    assert!(
-        a.stolen >= 15.0,
-        "victim's stolen % {:.1} < 15{ctx}",
-        a.stolen
-    );
-    check_loaded(steered, &ctx);
-    assert!(
-        control.avg.stolen < CONTROL_MAX && control.avg.hidden < CONTROL_MAX,
-        "with RPS off the victim's STOLEN% is {:.1} and HIDDEN~% {:.1}, expected both < {CONTROL_MAX}{ctx}",
-        control.avg.stolen,
-        control.avg.hidden
-    );
 }
 
 #[test]
@@ -694,31 +750,16 @@ fn nettop_sees_pure_ipi_cost() {
         return;
     }
     let cache = tempfile::tempdir().expect("tempdir");
-    let o = match calibrate(cache.path())
-        .and_then(|_| run_scenario(Load::Ipi, "pure IPIs from CPU 0", cache.path()))
-    {
-        Ok(o) => o,
+    match calibrate(cache.path()) {
+        Ok(_) => {}
         Err(Fail::Cannot(reason)) => {
             common::skip(TEST, &reason);
             return;
         }
-        Err(Fail::Broken(e)) => panic!("{e}"),
-    };
-    let d = describe(&o);
-    common::report(&d);
-    let ctx = format!("\n{d}");
-    let a = &o.avg;
-    // Pure IPIs: system vectors only, no softirq at all, and a real loss.
-    assert!(
-        a.softirq_stolen < 0.5 && a.sysvec > 0.5,
-        "expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %{ctx}",
-        a.sysvec,
-        a.softirq_stolen
-    );
-    assert!(
-        o.loss_pct() >= 10.0,
-        "the IPIs cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}{ctx}",
-        o.loss_pct()
-    );
-    check_loaded(&o, &ctx);
+        Err(Fail::Broken(e)) => panic!("calibration: {e}"),
+    }
+    let label = "pure IPIs from CPU 0";
+    attempt(TEST, label, check_ipi, || {
+        run_scenario(Load::Ipi, label, cache.path())
+    });
 }

@@ -396,7 +396,11 @@ mod tests {
             }
         }
         let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
-        assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9, "{}", c.ipi.hidden_ns);
+        assert!(
+            (c.ipi.hidden_ns - 3_000.0).abs() < 1e-9,
+            "{}",
+            c.ipi.hidden_ns
+        );
         assert_eq!(c.ipi.samples, 1_500);
     }
 
