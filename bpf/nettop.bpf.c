@@ -36,6 +36,9 @@ const volatile __u32 ksoftirqd_tid[NT_MAX_CPUS] = {};
 /* Tests drive exact timelines: with test_clock set, now() is fake_now_ns. */
 const volatile bool test_clock = false;
 __u64 fake_now_ns = 0;
+/* CPU being calibrated + 1 (0: no calibration running), set by user space. */
+__u32 probe_cpu1 = 0;
+struct nt_probe probe = {};
 
 /* Outermost hardirq kind: NT_KIND_DEVICE or an nt_sysvec index. */
 #define NT_KIND_DEVICE 255
@@ -357,6 +360,52 @@ static __always_inline bool in_hardirq_ctx(struct cpu_state *st)
 	return st->hi_depth != 0;
 }
 
+/* Interruption class of an outermost hardirq kind (NT_INTR_*). */
+static __always_inline __u32 intr_class(__u32 kind)
+{
+	switch (kind) {
+	case NT_KIND_DEVICE:
+		return NT_INTR_DEVICE;
+	case SV_LOCAL_TIMER:
+		return NT_INTR_TIMER;
+	case SV_RESCHEDULE:
+	case SV_CALL_FUNCTION:
+	case SV_CALL_FUNCTION_SINGLE:
+	case SV_IRQ_WORK:
+		return NT_INTR_IPI;
+	default:
+		return NT_INTR_OTHER;
+	}
+}
+
+/* Counts one interruption's class into an account (device and the sysvec
+ * total are counted by the caller). */
+static __always_inline void count_class(struct nt_acct *a, __u32 cls)
+{
+	if (cls == NT_INTR_TIMER)
+		a->timer_count++;
+	else if (cls == NT_INTR_IPI)
+		a->ipi_count++;
+}
+
+/*
+ * Feeds the calibration probe when this CPU is the one being calibrated.
+ * Off, it costs one load and compare. Hardirq and softirq programs both
+ * write it, so the adds are atomic.
+ */
+static __always_inline void probe_add(__u64 ns, __u32 cls, bool softirq)
+{
+	__u32 on = probe_cpu1;
+
+	if (!on || on != bpf_get_smp_processor_id() + 1)
+		return;
+	__sync_fetch_and_add(&probe.traced_ns, ns);
+	if (softirq)
+		__sync_fetch_and_add(&probe.softirq_runs, 1);
+	else if (cls < NT_NR_INTR)
+		__sync_fetch_and_add(&probe.intr[cls], 1);
+}
+
 /* ---------------------------------------------------------------- hardirq */
 
 /*
@@ -398,7 +447,7 @@ static __always_inline int on_hardirq_exit(void)
 	struct nt_cpu *cs;
 	struct slot *s;
 	__u64 d;
-	__u32 kind;
+	__u32 kind, cls;
 
 	if (!pc)
 		return 0;
@@ -413,8 +462,10 @@ static __always_inline int on_hardirq_exit(void)
 		return 0;
 	d = now() - st->hi_start;
 	kind = st->hi_kind;
+	cls = intr_class(kind);
 	/* The running softirq (if any) subtracts this from its own span. */
 	st->hi_total_ns += d;
+	probe_add(d, cls, false);
 
 	if (kind == NT_KIND_DEVICE) {
 		cs->acct.hardirq_ns += d;
@@ -422,6 +473,7 @@ static __always_inline int on_hardirq_exit(void)
 	} else {
 		cs->acct.sysvec_ns += d;
 		cs->acct.sysvec_count++;
+		count_class(&cs->acct, cls);
 		if (kind < NT_NR_SYSVEC_KINDS) {
 			cs->sysvec_kind_count[kind]++;
 			cs->sysvec_kind_ns[kind] += d;
@@ -439,6 +491,7 @@ static __always_inline int on_hardirq_exit(void)
 	} else {
 		s->val.acct.sysvec_ns += d;
 		s->val.acct.sysvec_count++;
+		count_class(&s->val.acct, cls);
 	}
 	release_slot(s);
 	return 0;
@@ -627,6 +680,7 @@ static __always_inline int on_softirq_exit(__u32 vec)
 	st->si_active = 0;
 	if (ctx >= NT_NR_CTX)
 		return 0;
+	probe_add(d, 0, true);
 
 	cs->acct.softirq_ns[ctx][vec] += d;
 	cs->acct.softirq_count[vec]++;

@@ -19,6 +19,13 @@
 #define NT_NR_SYSVEC_KINDS 12
 #define NT_NET_RX 3
 
+/* Interruption classes, for the calibrated hidden cost (model::hidden). */
+#define NT_INTR_DEVICE 0
+#define NT_INTR_TIMER 1
+#define NT_INTR_IPI 2
+#define NT_INTR_OTHER 3
+#define NT_NR_INTR 4
+
 /* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
 struct nt_acct {
 	__u64 hardirq_ns;
@@ -27,6 +34,10 @@ struct nt_acct {
 	__u64 sysvec_count;
 	__u64 softirq_ns[NT_NR_CTX][NT_NR_SOFTIRQS];
 	__u64 softirq_count[NT_NR_SOFTIRQS];
+	/* Of sysvec_count: local timer, and IPIs (reschedule, call_function*,
+	 * irq_work). What is left is "other"; device is hardirq_count. */
+	__u64 timer_count;
+	__u64 ipi_count;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process
@@ -120,6 +131,19 @@ struct nt_cpu {
 	/* count per system vector kind (see enum nt_sysvec in nettop.bpf.c) */
 	__u64 sysvec_kind_count[NT_NR_SYSVEC_KINDS];
 	__u64 sysvec_kind_ns[NT_NR_SYSVEC_KINDS];
+};
+
+/*
+ * The calibration's probe: traced time and interruptions on the one CPU
+ * being calibrated, in a global user space maps into memory, so its spinner
+ * reads them after every gap in its own execution without a system call.
+ */
+struct nt_probe {
+	/* outermost hardirq spans + softirq spans (nested hardirqs removed) */
+	__u64 traced_ns;
+	/* outermost hardirqs by NT_INTR_* class */
+	__u64 intr[NT_NR_INTR];
+	__u64 softirq_runs;
 };
 
 /* Per-CPU napi counters, keyed by the napi_struct address. */

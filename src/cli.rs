@@ -77,6 +77,16 @@ pub struct Cli {
     #[arg(long = "sysroot", value_name = "DIR", default_value = "/")]
     pub sysroot: PathBuf,
 
+    /// Measure this host's hidden interrupt cost per interruption (the HIDDEN~
+    /// column), replace the cached calibration and print the table.
+    #[arg(long = "calibrate")]
+    pub calibrate: bool,
+
+    /// Directory of the calibration cache (default $NETTOP_CACHE_DIR, else
+    /// /var/cache/nettop).
+    #[arg(long = "cache-dir", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
     /// Lint CPU/IRQ/NUMA affinity and exit (0 clean, 1 findings, 2 could not check).
     #[arg(long = "pinning-check",
           conflicts_with_all = ["record", "serve", "export", "iterations"])]

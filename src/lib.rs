@@ -6,6 +6,7 @@
 //! recordings, metrics) renders Frames. Rendering does no I/O; collectors do
 //! no formatting.
 
+pub mod calibrate;
 pub mod cli;
 pub mod collector;
 pub mod cpuset;
@@ -31,6 +32,9 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     cli.check().map_err(anyhow::Error::msg)?;
     if cli.pinning_check {
         return pinning::run_check(cli);
+    }
+    if cli.calibrate {
+        return calibrate::run_cli(cli);
     }
     if let Some(addr) = &cli.serve {
         return export::serve(cli, addr);

@@ -71,6 +71,11 @@ impl Untrusted for HostInfo {
         clean_string(&mut self.kernel);
         clean_string(&mut self.boot_id);
         clean_string(&mut self.regime_source);
+        clean_string(&mut self.calibration_missing);
+        // Read from a cache file or a recording; nested and rare.
+        if let Some(c) = &mut self.calibration {
+            sanitize_via_json(c);
+        }
     }
 }
 

@@ -1,14 +1,24 @@
-//! Accuracy oracle: does nettop see the CPU time interrupts steal from a task?
+//! Accuracy oracles: does nettop see all the CPU time interrupts take from
+//! a task, traced (STOLEN%) and untraced (HIDDEN~%)?
 //!
-//! Two network namespaces joined by a veth pair carry bounded iperf3 UDP
-//! traffic (MTU-sized datagrams); both iperf3 ends run on CPU 0. RPS on the receiving veth steers
-//! receive processing (NET_RX softirq, raised by an IPI) onto CPU 1, where a
-//! pure user-space victim spins and measures its own work rate against an
-//! idle calibration. That rate is the oracle: it does not depend on any
-//! kernel accounting. The real `nettop -b --json -p <victim>` runs during the
-//! load and must report the victim as ~100 % busy for top yet with ≥ 15 %
-//! stolen, a TRUE % below top's by at least that much, and an unexplained
-//! estimate. A control run with RPS off must show (almost) nothing stolen.
+//! A pure user-space victim spins on CPU 1 and measures its own work rate
+//! against an idle calibration: that rate is the oracle, independent of any
+//! kernel accounting. Before any load, `nettop --calibrate` measures this
+//! host's hidden cost per interruption into a private cache (it knows
+//! nothing of the victim); then the real `nettop -b --json -p <victim>` runs
+//! during the load with that cache. Two loads:
+//!
+//! * `nettop_sees_stolen_time`: two network namespaces joined by a veth pair
+//!   carry bounded iperf3 UDP traffic (MTU-sized datagrams), both ends on
+//!   CPU 0; RPS on the receiving veth steers receive processing (NET_RX
+//!   softirq, raised by an IPI) onto CPU 1. Control: RPS off.
+//! * `nettop_sees_pure_ipi_cost`: a thread of the victim's own process on
+//!   CPU 0 interrupts it with expedited membarriers: IPIs without any
+//!   softirq, where nearly all the cost is hidden.
+//!
+//! Under load nettop's TRUE% must be within 5 points of the victim's
+//! measured share and (STOLEN + HIDDEN~) must explain 85–115 % of its loss;
+//! the control must show STOLEN and HIDDEN~ both below 2.
 //!
 //! Needs root, BTF, two CPUs, `ip`, `iperf3`, `taskset`; prints `SKIPPED:`
 //! otherwise, and fails instead when NETTOP_REQUIRE_BPF=1.
@@ -19,16 +29,18 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::netns::NetnsPair;
 use common::victim::{self, Bucket};
 use nettop::model::frame::{Frame, TaskView};
+use nettop::model::hidden::Calibration;
 use nettop::model::raw::NET_RX;
 
-const TEST: &str = "accuracy::nettop_sees_stolen_time";
+/// The oracles share the two CPUs: they must never run at the same time.
+static ORACLE: Mutex<()> = Mutex::new(());
 /// Environment of the re-executed test binary that makes it the victim.
 const VICTIM_ENV: &str = "NETTOP_ACCURACY_VICTIM";
 /// Traffic endpoints' CPU and the victim's CPU (where RPS steers RX work).
@@ -40,6 +52,12 @@ const CALIBRATE_SKIP_US: u64 = 300_000;
 const RAMP: Duration = Duration::from_millis(1000);
 const FRAMES: u32 = 6;
 const TRAFFIC_SECS: u32 = FRAMES + 5;
+/// Pure-IPI load: one expedited membarrier every 20 µs from CPU 0.
+const IPI_PERIOD_NS: u64 = 20_000;
+/// The issue's bounds.
+const MAX_TRUE_ERROR: f64 = 5.0;
+const EXPLAINED: std::ops::RangeInclusive<f64> = 0.85..=1.15;
+const CONTROL_MAX: f64 = 2.0;
 
 /// The victim process: not a test of its own. `nettop_sees_stolen_time`
 /// re-executes this test binary with `--ignored --exact victim_process` and
@@ -82,7 +100,8 @@ struct Victim {
 }
 
 impl Victim {
-    fn start(cpu: usize) -> Result<Victim, String> {
+    /// `extra`: more victim options, e.g. the pure-IPI sender's.
+    fn start(cpu: usize, extra: &str) -> Result<Victim, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut child = Command::new(exe)
             .args([
@@ -95,7 +114,7 @@ impl Victim {
             ])
             .env(
                 VICTIM_ENV,
-                format!("cpu={cpu},max_ms=60000,bucket_ms=100,nice=20"),
+                format!("cpu={cpu},max_ms=60000,bucket_ms=100,nice=20{extra}"),
             )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -143,19 +162,19 @@ fn unix_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// Means of the victim's row over the frames used.
+/// Means of the victim thread's row over the frames used.
 #[derive(Default, Debug, Clone)]
 struct Avg {
     top: f64,
     on_cpu: f64,
     true_: f64,
     stolen: f64,
+    hidden: f64,
     hardirq: f64,
     sysvec: f64,
     net_rx_stolen: f64,
     softirq_stolen: f64,
     inline: f64,
-    unexplained: f64,
     interrupts_per_s: f64,
     cpu_soft: f64,
     cpu_unexplained_irq: f64,
@@ -163,7 +182,6 @@ struct Avg {
 
 struct Outcome {
     label: &'static str,
-    rps_mask: &'static str,
     frames_used: usize,
     calibrated_chunks_per_ms: f64,
     /// Oracle: victim's work rate under load / calibrated rate, percent.
@@ -173,12 +191,18 @@ struct Outcome {
     gaps_per_s: f64,
     avg: Avg,
     regime: String,
+    hidden_note: String,
     health: String,
 }
 
 impl Outcome {
     fn loss_pct(&self) -> f64 {
         100.0 - self.share_pct
+    }
+
+    /// (STOLEN + HIDDEN~) / loss.
+    fn explained(&self) -> f64 {
+        (self.avg.stolen + self.avg.hidden) / self.loss_pct()
     }
 }
 
@@ -201,33 +225,26 @@ impl From<&str> for Fail {
     }
 }
 
-/// Runs nettop for `FRAMES` frames on `pid` and returns its frames.
-fn run_nettop(pid: u32) -> Result<Vec<(Frame, serde_json::Value)>, Fail> {
+/// Runs nettop with `args` (and the oracle's private calibration cache) to
+/// completion; returns its stdout. Exit 2 naming BPF/BTF/capabilities means
+/// this machine cannot run BPF.
+fn run_nettop(args: &[String], cache: &Path, timeout: Duration) -> Result<String, Fail> {
     let out = tempfile::NamedTempFile::new().map_err(|e| format!("tempfile: {e}"))?;
     let err = tempfile::NamedTempFile::new().map_err(|e| format!("tempfile: {e}"))?;
     let stdout = out.reopen().map_err(|e| format!("tempfile: {e}"))?;
     let stderr = err.reopen().map_err(|e| format!("tempfile: {e}"))?;
     let exe = env!("CARGO_BIN_EXE_nettop");
-    let args = [
-        "-b".to_string(),
-        "--json".into(),
-        "-p".into(),
-        pid.to_string(),
-        "-d".into(),
-        "1".into(),
-        "-n".into(),
-        FRAMES.to_string(),
-    ];
     let mut child = Reaped(
         Command::new(exe)
-            .args(&args)
+            .args(args)
+            .env("NETTOP_CACHE_DIR", cache)
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
             .spawn()
             .map_err(|e| format!("cannot start {exe}: {e}"))?,
     );
-    let deadline = Instant::now() + Duration::from_secs(FRAMES as u64 + 30);
+    let deadline = Instant::now() + timeout;
     let status = loop {
         match child.0.try_wait() {
             Ok(Some(s)) => break s,
@@ -235,7 +252,7 @@ fn run_nettop(pid: u32) -> Result<Vec<(Frame, serde_json::Value)>, Fail> {
                 return Err(Fail::Broken(format!(
                     "nettop {} did not finish within {} s",
                     args.join(" "),
-                    FRAMES + 30
+                    timeout.as_secs()
                 )));
             }
             Ok(None) => sleep(Duration::from_millis(100)),
@@ -256,7 +273,6 @@ fn run_nettop(pid: u32) -> Result<Vec<(Frame, serde_json::Value)>, Fail> {
             args.join(" "),
             etext.trim()
         );
-        // Exit 2 naming BPF/BTF/capabilities = this machine cannot run BPF.
         let lower = etext.to_lowercase();
         if status.code() == Some(2)
             && ["bpf", "btf", "cap_", "permission"]
@@ -267,6 +283,61 @@ fn run_nettop(pid: u32) -> Result<Vec<(Frame, serde_json::Value)>, Fail> {
         }
         return Err(Fail::Broken(msg));
     }
+    Ok(text)
+}
+
+/// `nettop --calibrate` into the oracle's private cache, before any load.
+/// nettop refuses CPUs where a busy pinned thread runs: if another test
+/// (another worktree's oracle, say) holds them, wait for it, up to a minute.
+fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
+    let args = ["--calibrate".to_string(), "--json".into()];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        match run_nettop(&args, cache, Duration::from_secs(30)) {
+            Err(Fail::Broken(e))
+                if e.contains("busy pinned thread") && Instant::now() < deadline =>
+            {
+                common::report(&format!("calibration waits: {e}\n"));
+                sleep(Duration::from_secs(5));
+            }
+            r => break r?,
+        }
+    };
+    let c: Calibration = serde_json::from_str(text.trim()).map_err(|e| {
+        format!("nettop --calibrate --json is not a calibration ({e}): {text:.300}")
+    })?;
+    common::report(&format!(
+        "calibration  CPU {} (IPIs from {}): ipi hidden {:.0} ns ±{:.0} (traced {:.0}, {} samples); \
+         timer {:?} hidden {:.0} ns ±{:.0} ({} samples); {:.0} ms CPU; {}\n",
+        c.cpu,
+        c.sender_cpu,
+        c.ipi.hidden_ns,
+        c.ipi.spread_ns,
+        c.ipi.traced_ns,
+        c.ipi.samples,
+        c.timer.basis,
+        c.timer.hidden_ns,
+        c.timer.spread_ns,
+        c.timer.samples,
+        c.cost_cpu_ms,
+        c.origin
+    ));
+    Ok(c)
+}
+
+/// Runs nettop for `FRAMES` frames on `pid` and returns its frames.
+fn frames_of(pid: u32, cache: &Path) -> Result<Vec<Frame>, Fail> {
+    let args = [
+        "-b".to_string(),
+        "--json".into(),
+        "-p".into(),
+        pid.to_string(),
+        "-d".into(),
+        "1".into(),
+        "-n".into(),
+        FRAMES.to_string(),
+    ];
+    let text = run_nettop(&args, cache, Duration::from_secs(FRAMES as u64 + 30))?;
     let mut frames = Vec::new();
     for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
@@ -275,43 +346,72 @@ fn run_nettop(pid: u32) -> Result<Vec<(Frame, serde_json::Value)>, Fail> {
                 i + 1
             )
         })?;
-        let f: Frame = serde_json::from_value(v.clone()).map_err(|e| {
+        for field in ["stolen_pct", "hidden_pct", "true_pct"] {
+            let ok = |x: &serde_json::Value| x[field].as_f64().is_some_and(|x| x.is_finite());
+            let tasks_ok = v["threads"].as_array().is_some_and(|a| a.iter().all(ok));
+            let cpus_ok = v["cpus"]
+                .as_array()
+                .is_some_and(|a| a.iter().filter(|c| c["online"] == true).all(ok));
+            if !(tasks_ok && cpus_ok) {
+                return Err(Fail::Broken(format!(
+                    "nettop --json line {}: task or CPU rows lack a finite `{field}`",
+                    i + 1
+                )));
+            }
+        }
+        let f: Frame = serde_json::from_value(v).map_err(|e| {
             format!(
                 "nettop --json line {} is not a Frame ({e}): {line:.200}",
                 i + 1
             )
         })?;
-        frames.push((f, v));
+        frames.push(f);
     }
     if frames.len() != FRAMES as usize {
         return Err(Fail::Broken(format!(
-            "nettop -n {FRAMES} printed {} JSON frames; stderr: {}",
-            frames.len(),
-            etext.trim()
+            "nettop -n {FRAMES} printed {} JSON frames",
+            frames.len()
         )));
     }
     Ok(frames)
 }
 
-fn victim_row(f: &Frame, pid: u32) -> Option<&TaskView> {
-    f.processes.iter().find(|t| t.pid == pid)
+fn victim_row(f: &Frame, tid: u32) -> Option<&TaskView> {
+    f.threads.iter().find(|t| t.tid == tid)
 }
 
-fn run_scenario(
-    pair: &mut NetnsPair,
-    label: &'static str,
-    rps_mask: &'static str,
-) -> Result<Outcome, Fail> {
-    pair.set_rps(rps_mask)?;
-    let victim = Victim::start(VICTIM_CPU)?;
+/// What loads the victim's CPU.
+enum Load<'a> {
+    /// iperf3 through the veth pair with this `rps_cpus` mask.
+    Rps(&'a mut NetnsPair, &'static str),
+    /// The victim's own IPI sender thread on the traffic CPU.
+    Ipi,
+}
+
+fn run_scenario(mut load: Load<'_>, label: &'static str, cache: &Path) -> Result<Outcome, Fail> {
+    let extra = match &mut load {
+        Load::Rps(pair, mask) => {
+            pair.set_rps(mask)?;
+            String::new()
+        }
+        Load::Ipi => format!(
+            ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={}",
+            CALIBRATE.as_millis()
+        ),
+    };
+    let victim = Victim::start(VICTIM_CPU, &extra)?;
     let pid = victim.pid();
     let t0 = unix_us();
     sleep(CALIBRATE);
     let cal_end = unix_us();
-    pair.start_iperf3(TRAFFIC_SECS, TRAFFIC_CPU)?;
+    if let Load::Rps(pair, _) = &mut load {
+        pair.start_iperf3(TRAFFIC_SECS, TRAFFIC_CPU)?;
+    }
     sleep(RAMP);
-    let frames = run_nettop(pid);
-    pair.stop_children();
+    let frames = frames_of(pid, cache);
+    if let Load::Rps(pair, _) = &mut load {
+        pair.stop_children();
+    }
     let buckets = victim.stop();
     let frames = frames?;
 
@@ -328,40 +428,29 @@ fn run_scenario(
         )));
     }
     let cal_rate = cal.chunks_per_ms();
+    let tid = cal.tid;
 
     let mut avg = Avg::default();
     let mut used = 0usize;
     let mut loaded: Vec<&Bucket> = Vec::new();
-    for (f, v) in frames.iter().skip(1) {
-        let row = victim_row(f, pid).ok_or_else(|| {
+    for f in frames.iter().skip(1) {
+        let row = victim_row(f, tid).ok_or_else(|| {
             format!(
-                "frame {} has no process row for the victim pid {pid} ({} rows)",
-                f.seq,
-                f.processes.len()
+                "frame {} has no thread row for the victim's spinning thread {tid} (pid {pid})",
+                f.seq
             )
         })?;
-        let raw_row = v["processes"]
-            .as_array()
-            .and_then(|a| a.iter().find(|t| t["pid"] == pid))
-            .ok_or("victim row missing from JSON")?;
-        let unexpl = &raw_row["unexplained_est_pct"];
-        if !unexpl.as_f64().is_some_and(|x| x.is_finite() && x >= 0.0) {
-            return Err(Fail::Broken(format!(
-                "frame {}: victim's unexplained_est_pct is not reported as a finite, non-negative number: {unexpl}",
-                f.seq
-            )));
-        }
         let cpu = f.cpus.iter().find(|c| c.cpu == VICTIM_CPU as u32);
         avg.top += row.top_pct;
         avg.on_cpu += row.on_cpu_pct;
         avg.true_ += row.true_pct;
         avg.stolen += row.stolen_pct;
+        avg.hidden += row.hidden_pct;
         avg.hardirq += row.hardirq_pct;
         avg.sysvec += row.sysvec_pct;
         avg.net_rx_stolen += row.softirq_stolen_pct[NET_RX];
         avg.softirq_stolen += row.softirq_stolen_pct.iter().sum::<f64>();
         avg.inline += row.inline_pct;
-        avg.unexplained += row.unexplained_est_pct;
         avg.interrupts_per_s += row.interrupts_per_s;
         avg.cpu_soft += cpu.map_or(0.0, |c| c.soft_pct);
         avg.cpu_unexplained_irq += cpu.map_or(0.0, |c| c.unexplained_irq_pct);
@@ -381,12 +470,12 @@ fn run_scenario(
         &mut avg.on_cpu,
         &mut avg.true_,
         &mut avg.stolen,
+        &mut avg.hidden,
         &mut avg.hardirq,
         &mut avg.sysvec,
         &mut avg.net_rx_stolen,
         &mut avg.softirq_stolen,
         &mut avg.inline,
-        &mut avg.unexplained,
         &mut avg.interrupts_per_s,
         &mut avg.cpu_soft,
         &mut avg.cpu_unexplained_irq,
@@ -402,10 +491,9 @@ fn run_scenario(
         )));
     }
     let secs = load.dur_ns as f64 / 1e9;
-    let last = &frames[frames.len() - 1].0;
+    let last = &frames[frames.len() - 1];
     Ok(Outcome {
         label,
-        rps_mask,
         frames_used: used,
         calibrated_chunks_per_ms: cal_rate,
         share_pct: 100.0 * load.chunks_per_ms() / cal_rate,
@@ -413,6 +501,7 @@ fn run_scenario(
         gaps_per_s: load.gaps as f64 / secs,
         avg,
         regime: format!("{:?}: {}", last.regime, last.regime_note),
+        hidden_note: last.hidden_note.clone(),
         health: format!("{:?}", last.health),
     })
 }
@@ -430,8 +519,8 @@ fn describe(o: &Outcome) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "--- {} (rps_cpus={}, {} frames averaged, first skipped) ---",
-        o.label, o.rps_mask, o.frames_used
+        "--- {} ({} frames averaged, first skipped) ---",
+        o.label, o.frames_used
     );
     let _ = writeln!(
         s,
@@ -445,7 +534,7 @@ fn describe(o: &Outcome) -> String {
     );
     let _ = writeln!(
         s,
-        "nettop  TOP% {:.1}  ONCPU% {:.1}  TRUE% {:.1}  STOLEN% {:.1} (hardirq {:.1}, sysvec {:.1}, softirq {:.1} of which NET_RX {:.1})  INLINE% {:.1}  UNEXPL~% {:.1}  irqs/s {:.0}",
+        "nettop  TOP% {:.1}  ONCPU% {:.1}  TRUE% {:.1}  STOLEN% {:.1} (hardirq {:.1}, sysvec {:.1}, softirq {:.1} of which NET_RX {:.1})  HIDDEN~% {:.1}  INLINE% {:.1}  irqs/s {:.0}",
         a.top,
         a.on_cpu,
         a.true_,
@@ -454,27 +543,29 @@ fn describe(o: &Outcome) -> String {
         a.sysvec,
         a.softirq_stolen,
         a.net_rx_stolen,
+        a.hidden,
         a.inline,
-        a.unexplained,
         a.interrupts_per_s
     );
     let _ = writeln!(
         s,
-        "nettop  CPU{VICTIM_CPU}: /proc/stat soft {:.1} %, unexplained irq {:.1} %",
+        "nettop  CPU{VICTIM_CPU}: /proc/stat soft {:.1} %, tick-sampled unexplained irq {:.1} % (cross-check)",
         a.cpu_soft, a.cpu_unexplained_irq
     );
     let _ = writeln!(
         s,
-        "explained  STOLEN/loss {}   (STOLEN+UNEXPL~)/loss {}",
+        "explained  STOLEN/loss {}   (STOLEN+HIDDEN~)/loss {}   TRUE% - share {:+.1} points",
         frac(a.stolen),
-        frac(a.stolen + a.unexplained)
+        frac(a.stolen + a.hidden),
+        a.true_ - o.share_pct
     );
     let _ = writeln!(s, "regime  {}", o.regime);
+    let _ = writeln!(s, "hidden  {}", o.hidden_note);
     let _ = writeln!(s, "health  {}", o.health);
     s
 }
 
-fn preconditions() -> Result<(), String> {
+fn preconditions(needs_iperf: bool) -> Result<(), String> {
     if !common::is_root() {
         return Err("needs root (network namespaces, BPF)".into());
     }
@@ -482,7 +573,12 @@ fn preconditions() -> Result<(), String> {
     if cpus <= VICTIM_CPU {
         return Err(format!("needs CPU {VICTIM_CPU}; only {cpus} CPU(s) usable"));
     }
-    for prog in ["ip", "iperf3", "taskset"] {
+    let progs: &[&str] = if needs_iperf {
+        &["ip", "iperf3", "taskset"]
+    } else {
+        &[]
+    };
+    for prog in progs {
         if !common::netns::have_program(prog) {
             return Err(format!(
                 "'{prog}' is not installed (apt-get install iproute2 iperf3 util-linux)"
@@ -495,11 +591,135 @@ fn preconditions() -> Result<(), String> {
     Ok(())
 }
 
+/// Takes the oracle lock (a failed oracle must not poison the other).
+fn oracle_lock() -> MutexGuard<'static, ()> {
+    ORACLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A scenario's pass condition.
+type Check = fn(&Outcome) -> Result<(), String>;
+
+/// The issue's bounds for a loaded scenario.
+fn check_loaded(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    if (a.true_ - o.share_pct).abs() > MAX_TRUE_ERROR {
+        return Err(format!(
+            "{}: TRUE% {:.1} is {:+.1} points from the victim's measured share {:.1} % (bound ±{MAX_TRUE_ERROR})",
+            o.label,
+            a.true_,
+            a.true_ - o.share_pct,
+            o.share_pct
+        ));
+    }
+    if !EXPLAINED.contains(&o.explained()) {
+        return Err(format!(
+            "{}: (STOLEN {:.1} + HIDDEN~ {:.1}) / loss {:.1} = {:.2}, outside {:?}",
+            o.label,
+            a.stolen,
+            a.hidden,
+            o.loss_pct(),
+            o.explained(),
+            EXPLAINED
+        ));
+    }
+    Ok(())
+}
+
+/// RPS steered onto the victim: the load reached it, top was fooled, and
+/// nettop's figures meet the bounds.
+fn check_steered(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    if a.top < 80.0 || a.stolen < 15.0 {
+        return Err(format!(
+            "{}: TOP% {:.1} (want ≥ 80) and STOLEN% {:.1} (want ≥ 15): the load did not reach CPU {VICTIM_CPU}",
+            o.label, a.top, a.stolen
+        ));
+    }
+    check_loaded(o)
+}
+
+fn check_control(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    if a.stolen < CONTROL_MAX && a.hidden < CONTROL_MAX {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: STOLEN% {:.1} and HIDDEN~% {:.1}, expected both < {CONTROL_MAX}",
+            o.label, a.stolen, a.hidden
+        ))
+    }
+}
+
+/// Pure IPIs: system vectors only, no softirq at all, a real loss, bounds.
+fn check_ipi(o: &Outcome) -> Result<(), String> {
+    let a = &o.avg;
+    // The tick's own TIMER/RCU softirqs stay; the IPIs bring none.
+    if a.softirq_stolen >= 1.0 || a.net_rx_stolen > 0.0 || a.sysvec <= 0.5 {
+        return Err(format!(
+            "{}: expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %",
+            o.label, a.sysvec, a.softirq_stolen
+        ));
+    }
+    if o.loss_pct() < 10.0 {
+        return Err(format!(
+            "{}: the IPIs cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
+            o.label,
+            o.loss_pct()
+        ));
+    }
+    check_loaded(o)
+}
+
+/// Runs a scenario and checks it; a miss is run once more, because the
+/// oracle itself is noisy on a shared VM (another task on the victim's CPU,
+/// the hypervisor busy elsewhere: see BENCHMARKS.md). A nettop that is
+/// wrong misses twice. Every attempt is reported.
+fn attempt(
+    test: &str,
+    label: &'static str,
+    check: Check,
+    mut run: impl FnMut() -> Result<Outcome, Fail>,
+) -> Option<Outcome> {
+    let mut misses = Vec::new();
+    for _ in 0..2 {
+        match run() {
+            Ok(o) => {
+                let d = describe(&o);
+                common::report(&d);
+                match check(&o) {
+                    Ok(()) => return Some(o),
+                    Err(e) => {
+                        common::report(&format!("MISS {e}\n"));
+                        misses.push(format!("{e}\n{d}"));
+                    }
+                }
+            }
+            Err(Fail::Cannot(reason)) => {
+                common::skip(test, &reason);
+                return None;
+            }
+            Err(Fail::Broken(e)) => panic!("{label}: {e}"),
+        }
+    }
+    panic!("{label}: missed twice:\n{}", misses.join("\n"));
+}
+
 #[test]
 fn nettop_sees_stolen_time() {
-    if let Err(reason) = preconditions() {
+    const TEST: &str = "accuracy::nettop_sees_stolen_time";
+    let _lock = oracle_lock();
+    if let Err(reason) = preconditions(true) {
         common::skip(TEST, &reason);
         return;
+    }
+    let cache = tempfile::tempdir().expect("tempdir");
+    match calibrate(cache.path()) {
+        Ok(_) => {}
+        Err(Fail::Cannot(reason)) => {
+            common::skip(TEST, &reason);
+            return;
+        }
+        Err(Fail::Broken(e)) => panic!("calibration: {e}"),
     }
     let mut pair = match NetnsPair::create("acc") {
         Ok(p) => p,
@@ -508,57 +728,39 @@ fn nettop_sees_stolen_time() {
             return;
         }
     };
-    let mut outcomes = Vec::new();
-    for (label, mask) in [("steered: RPS on", "2"), ("control: RPS off", "0")] {
-        match run_scenario(&mut pair, label, mask) {
-            Ok(o) => {
-                common::report(&describe(&o));
-                outcomes.push(o);
-            }
-            Err(Fail::Cannot(reason)) => {
-                drop(pair);
-                common::skip(TEST, &reason);
-                return;
-            }
-            Err(Fail::Broken(e)) => panic!("{label}: {e}"),
+    let scenarios: [(&'static str, &'static str, Check); 2] = [
+        ("steered: RPS on", "2", check_steered),
+        ("control: RPS off", "0", check_control),
+    ];
+    for (label, mask, check) in scenarios {
+        let ok = attempt(TEST, label, check, || {
+            run_scenario(Load::Rps(&mut pair, mask), label, cache.path())
+        });
+        if ok.is_none() {
+            return;
         }
     }
-    drop(pair);
+}
 
-    let steered = &outcomes[0];
-    let control = &outcomes[1];
-    let a = &steered.avg;
-    let ctx = format!(
-        "\n{}\n{}\n(oracle loss under RPS: {:.1} %; if it is small, the load did not reach CPU {VICTIM_CPU})",
-        describe(steered),
-        describe(control),
-        steered.loss_pct()
-    );
-    assert!(a.top >= 80.0, "victim's top-style % {:.1} < 80{ctx}", a.top);
-    assert!(
-        a.stolen >= 15.0,
-        "victim's stolen % {:.1} < 15{ctx}",
-        a.stolen
-    );
-    assert!(
-        a.top - a.true_ >= a.stolen - 2.0,
-        "TRUE% ({:.1}) is not below TOP% ({:.1}) by the stolen amount ({:.1}){ctx}",
-        a.true_,
-        a.top,
-        a.stolen
-    );
-    // nettop must not invent time: what it calls stolen cannot exceed what
-    // the victim really lost (the rate oracle also counts cache damage, so
-    // it is the upper side; 10 points of slack for noise).
-    assert!(
-        a.stolen <= steered.loss_pct() + 10.0,
-        "nettop claims {:.1} % stolen but the victim lost only {:.1} %{ctx}",
-        a.stolen,
-        steered.loss_pct()
-    );
-    assert!(
-        control.avg.stolen < 2.0,
-        "with RPS off the victim's stolen % is {:.1}, expected < 2{ctx}",
-        control.avg.stolen
-    );
+#[test]
+fn nettop_sees_pure_ipi_cost() {
+    const TEST: &str = "accuracy::nettop_sees_pure_ipi_cost";
+    let _lock = oracle_lock();
+    if let Err(reason) = preconditions(false) {
+        common::skip(TEST, &reason);
+        return;
+    }
+    let cache = tempfile::tempdir().expect("tempdir");
+    match calibrate(cache.path()) {
+        Ok(_) => {}
+        Err(Fail::Cannot(reason)) => {
+            common::skip(TEST, &reason);
+            return;
+        }
+        Err(Fail::Broken(e)) => panic!("calibration: {e}"),
+    }
+    let label = "pure IPIs from CPU 0";
+    attempt(TEST, label, check_ipi, || {
+        run_scenario(Load::Ipi, label, cache.path())
+    });
 }

@@ -50,7 +50,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn at(&mut self, ns: u64, tp: &str, args: &[u64]) {
+    fn at(&self, ns: u64, tp: &str, args: &[u64]) {
         self.c.set_fake_now(ns);
         let mut a = args.to_vec();
         a.resize(3, 0);
@@ -72,7 +72,7 @@ fn driver() -> Option<Driver> {
 
 #[test]
 fn nested_hardirq_is_subtracted_from_softirq_once() {
-    let Some(mut d) = driver() else { return };
+    let Some(d) = driver() else { return };
     // A device IRQ raises NET_RX (500 ns), then the softirq runs in the
     // interrupted task's context; a second IRQ lands inside it (300 ns).
     d.at(1_000, "irq_handler_entry", &[42]);
@@ -103,7 +103,7 @@ fn nested_hardirq_is_subtracted_from_softirq_once() {
 
 #[test]
 fn softirq_raised_by_the_task_itself_is_inline() {
-    let Some(mut d) = driver() else { return };
+    let Some(d) = driver() else { return };
     d.at(10_000, "softirq_raise", &[NET_RX as u64]);
     d.at(10_100, "softirq_entry", &[NET_RX as u64]);
     d.at(10_600, "softirq_exit", &[NET_RX as u64]);
@@ -116,7 +116,7 @@ fn softirq_raised_by_the_task_itself_is_inline() {
 
 #[test]
 fn net_rx_reraise_counts_a_restart_and_keeps_provenance() {
-    let Some(mut d) = driver() else { return };
+    let Some(d) = driver() else { return };
     // Timer tick raises TIMER (a system vector), then NET_RX raised by an
     // IPI runs out of budget and re-raises itself.
     d.at(100, "local_timer_entry", &[236]);
@@ -153,7 +153,7 @@ fn net_rx_reraise_counts_a_restart_and_keeps_provenance() {
 
 #[test]
 fn exits_without_entries_are_counted_not_charged() {
-    let Some(mut d) = driver() else { return };
+    let Some(d) = driver() else { return };
     d.at(100, "softirq_exit", &[NET_RX as u64]);
     d.at(200, "irq_handler_exit", &[9]);
     let r = d.read();
@@ -210,4 +210,62 @@ fn batches_follow_the_current_task_and_keep_start_times() {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     assert_eq!(me.start_boottime_ns / (1_000_000_000 / hz), start_ticks);
+}
+
+/// Interruptions are counted by class (device, timer, IPI, other) for the
+/// task and the CPU, and the calibration probe of the CPU being calibrated
+/// sees each with its traced time; a probe set on another CPU sees nothing.
+#[test]
+fn interruptions_are_classed_and_probed() {
+    let Some(d) = driver() else { return };
+    let elsewhere = d.c.probe(1);
+    d.at(100, "irq_handler_entry", &[42]);
+    d.at(300, "irq_handler_exit", &[42]);
+    assert_eq!(
+        elsewhere.read(),
+        Default::default(),
+        "a probe on CPU 1 saw CPU 0"
+    );
+    drop(elsewhere);
+
+    let probe = d.c.probe(0);
+    let at = |ns, tp: &str, args: &[u64]| d.at(ns, tp, args);
+    // (tracepoint, its argument, traced ns): one device IRQ, one tick,
+    // three IPIs of different vectors, one other vector. System vectors
+    // share one program that takes the kind from the vector number.
+    let seq: [(&str, u64, u64); 6] = [
+        ("irq_handler", 42, 200),
+        ("local_timer", 0xec, 1_000),
+        ("call_function_single", 0xfb, 300),
+        ("reschedule", 0xfd, 100),
+        ("irq_work", 0xf6, 50),
+        ("x86_platform_ipi", 0xf7, 70),
+    ];
+    let mut t = 1_000;
+    for (tp, arg, len) in seq {
+        at(t, &format!("{tp}_entry"), &[arg]);
+        at(t + len, &format!("{tp}_exit"), &[arg]);
+        t += 10_000;
+    }
+    // An IPI (20 ns) raises NET_RX, which then runs for 400 ns.
+    at(t, "call_function_single_entry", &[0xfb]);
+    at(t + 10, "softirq_raise", &[NET_RX as u64]);
+    at(t + 20, "call_function_single_exit", &[0xfb]);
+    at(t + 100, "softirq_entry", &[NET_RX as u64]);
+    at(t + 500, "softirq_exit", &[NET_RX as u64]);
+
+    let p = probe.read();
+    assert_eq!(p.intr, [1, 1, 4, 1], "device, timer, IPI, other");
+    assert_eq!(p.softirq_runs, 1);
+    assert_eq!(p.traced_ns, 200 + 1_000 + 300 + 100 + 50 + 70 + 20 + 400);
+    drop(probe);
+
+    let r = d.read();
+    let me = r.tasks.get(&gettid()).expect("charged");
+    // The device IRQ before the probe was armed counts for the task too.
+    assert_eq!(me.acct.hardirq_count, 2);
+    assert_eq!(me.acct.sysvec_count, 6);
+    assert_eq!((me.acct.timer_count, me.acct.ipi_count), (1, 4));
+    let cpu = &r.cpus[0];
+    assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 4));
 }

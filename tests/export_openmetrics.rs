@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nettop::export::openmetrics::{self, Flavor, Options};
+use nettop::model::hidden::{Basis, Calibration, ClassCost};
 use nettop::record::synth;
 
 /// Kills and reaps a child on drop, so a failing test leaves nothing behind.
@@ -75,7 +76,23 @@ fn have(bin: &str) -> bool {
 }
 
 fn synth_families() -> Vec<openmetrics::Family> {
-    let host = synth::host(2);
+    let mut host = synth::host(2);
+    // Every interruption class at 3 µs untraced, IPIs measured.
+    let cost = |basis| ClassCost {
+        basis,
+        samples: 100,
+        traced_ns: 500.0,
+        hidden_ns: 3_000.0,
+        spread_ns: 50.0,
+    };
+    host.calibration = Some(Calibration {
+        device: cost(Basis::SameAsIpi),
+        timer: cost(Basis::SameAsIpi),
+        ipi: cost(Basis::Measured),
+        other: cost(Basis::SameAsIpi),
+        runtime_share: 1.0,
+        ..Default::default()
+    });
     let prev = synth::sample(1, 12, 2);
     let mut cur = synth::sample(2, 12, 2);
     // A label value that needs escaping.
@@ -124,6 +141,14 @@ fn renderer_follows_conventions_and_bounds_cardinality() {
         .collect();
     assert!(!pids.is_empty() && pids.len() <= 3, "{pids:?}");
     assert!(om.contains(r#"comm="we\"ird\\name\n""#), "label escaping");
+    // HIDDEN~ as counters (interruptions × calibrated cost) and the table.
+    for name in [
+        "nettop_task_hidden_seconds_total{",
+        "nettop_cpu_hidden_seconds_total{cpu=\"0\"}",
+        "nettop_calibration_hidden_seconds{class=\"ipi\",basis=\"measured\"} 0.000003",
+    ] {
+        assert!(om.contains(name), "{name} missing");
+    }
     // Busiest first when truncating devices.
     let host = synth::host(1);
     let mut s = synth::sample(1, 1, 1);
@@ -204,7 +229,8 @@ fn start_serve() -> (Kill, String) {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nettop"));
-    cmd.args(["--serve", &addr, "-d", "0.5"]);
+    cmd.args(["--serve", &addr, "-d", "0.5"])
+        .env("NETTOP_CACHE_DIR", common::cache_dir());
     if !common::is_root() {
         cmd.arg("--no-bpf");
     }

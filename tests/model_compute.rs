@@ -4,6 +4,7 @@
 
 use nettop::model::compute;
 use nettop::model::frame::{Frame, TaskView};
+use nettop::model::hidden::{Basis, Calibration, ClassCost};
 use nettop::model::raw::*;
 
 const MS: u64 = 1_000_000;
@@ -17,6 +18,36 @@ fn host(regime: Regime) -> HostInfo {
         nr_cpus: 2,
         cpu_node: vec![0, 1],
         ..Default::default()
+    }
+}
+
+/// Hidden cost per interruption: timer 10 µs, everything else 3 µs; half of
+/// it left in runtime under IRQ_TIME_ACCOUNTING.
+fn calibration() -> Calibration {
+    let c = |basis, ns: f64| ClassCost {
+        basis,
+        samples: 100,
+        traced_ns: 500.0,
+        hidden_ns: ns,
+        spread_ns: 100.0,
+    };
+    Calibration {
+        cpu: 1,
+        measured_unix_ms: 1_000,
+        origin: "cache /x".into(),
+        device: c(Basis::SameAsIpi, 3_000.0),
+        timer: c(Basis::Measured, 10_000.0),
+        ipi: c(Basis::Measured, 3_000.0),
+        other: c(Basis::SameAsIpi, 3_000.0),
+        runtime_share: 0.5,
+        ..Default::default()
+    }
+}
+
+fn calibrated(regime: Regime) -> HostInfo {
+    HostInfo {
+        calibration: Some(calibration()),
+        ..host(regime)
     }
 }
 
@@ -109,10 +140,15 @@ fn all_finite(f: &Frame) {
             t.on_cpu_pct,
             t.stolen_pct,
             t.true_pct,
-            t.unexplained_est_pct,
+            t.hidden_pct,
             t.hardirq_pct,
         ] {
             assert!(x.is_finite() && x >= 0.0, "{x} in {t:?}");
+        }
+    }
+    for c in &f.cpus {
+        for x in [c.stolen_pct, c.hidden_pct, c.true_pct] {
+            assert!(x.is_finite() && x >= 0.0, "{x} in {c:?}");
         }
     }
 }
@@ -120,12 +156,13 @@ fn all_finite(f: &Frame) {
 /// CPU 0 over one second: 60 user, 20 system, 5 irq, 10 softirq, 5 idle
 /// ticks. BPF traced there: hardirq 30 ms (1000 irqs), sysvec 20 ms (500),
 /// NET_RX stolen 80 ms, NET_TX inline 10 ms, NET_RX in ksoftirqd 5 ms.
-/// Traced total 145 ms against /proc/stat's 150 ms: 5 ms unexplained, i.e.
-/// 5 ms / 1500 interruptions = 3333.3 ns each.
+/// Traced total 145 ms against /proc/stat's 150 ms: 5 ms the tick saw that
+/// tracing did not.
 ///
 /// The victim (tid 100, CPU 0): utime 80 + stime 10 ticks, 900 ms on CPU;
-/// hardirq 30 ms (900 irqs), sysvec 20 ms (300), NET_RX stolen 80 ms, inline
-/// NET_TX 10 ms; 400 NET_RX + 50 NET_TX softirq runs.
+/// hardirq 30 ms (900 irqs), sysvec 20 ms (300: 100 timer, 150 IPIs, 50
+/// other), NET_RX stolen 80 ms, inline NET_TX 10 ms; 400 NET_RX + 50 NET_TX
+/// softirq runs.
 fn bpf_pair() -> (RawSample, RawSample) {
     let mut cpu_irq = IrqAcct {
         hardirq_ns: 30 * MS,
@@ -142,6 +179,8 @@ fn bpf_pair() -> (RawSample, RawSample) {
         hardirq_count: 900,
         sysvec_ns: 20 * MS,
         sysvec_count: 300,
+        timer_count: 100,
+        ipi_count: 150,
         ..Default::default()
     };
     t_irq.softirq_ns[CTX_STOLEN][NET_RX] = 80 * MS;
@@ -275,9 +314,14 @@ fn tick_based_bpf_victim() {
     approx(v.inline_pct, 1.0);
     approx(v.ksoftirqd_pct, 0.0);
     // Tick-based: runtime includes the stolen time; inline work is its own.
+    // No calibration: nothing hidden is charged, and the frame says why.
     approx(v.true_pct, 77.0);
-    // 1200 interruptions × 3333.3 ns = 4 ms.
-    approx(v.unexplained_est_pct, 0.4);
+    approx(v.hidden_pct, 0.0);
+    assert!(
+        f.hidden_note.contains("not calibrated"),
+        "{}",
+        f.hidden_note
+    );
     approx(v.interrupts_per_s, 1200.0);
     approx(v.softirqs_per_s, 450.0);
     assert_eq!(f.health.vanished_tasks, 0);
@@ -304,6 +348,9 @@ fn tick_based_bpf_victim() {
     approx(c.softirq_ksoftirqd_pct, 0.5);
     approx(c.ksoftirqd_pct, 0.5);
     approx(c.unexplained_irq_pct, 0.5);
+    approx(c.stolen_pct, 13.0);
+    approx(c.hidden_pct, 0.0);
+    approx(c.true_pct, 95.0 - 13.0);
     approx(c.interrupts_per_s, 1500.0);
     approx(c.net_rx_per_s, 1000.0);
     approx(c.net_rx_avg_us, 85.0);
@@ -351,11 +398,52 @@ fn irq_time_accounting_gives_inline_back() {
     approx(v.stolen_pct, 13.0);
     approx(v.true_pct, 77.0);
     // ksoftirqd's 5 ms stays in its own runtime, not /proc/stat softirq, so
-    // it is left out of the comparison: 150 − 140 = 10 ms untraced, over
-    // 1500 interruptions, 1200 of them in the victim's context: 8 ms.
+    // it is left out of the comparison: 150 − 140 = 10 ms untraced.
     approx(f.cpus[0].unexplained_irq_pct, 1.0);
-    approx(v.unexplained_est_pct, 0.8);
     assert!(f.regime_note.contains("CONFIG_IRQ_TIME_ACCOUNTING=y"));
+
+    // Calibrated: 4.3 ms hidden (see hidden_cost_by_class), half of it left
+    // in runtime by this kernel: TRUE% = 76 + 1 − 0.215.
+    let f = compute(&calibrated(Regime::IrqTimeAccounting), &prev, &cur);
+    let v = thread(&f, 100);
+    approx(v.hidden_pct, 0.43);
+    approx(v.true_pct, 77.0 - 0.215);
+}
+
+/// The victim's 1200 interruptions: 900 device + 150 IPIs + 50 other at
+/// 3 µs, 100 timer ticks at 10 µs: 4.3 ms = 0.43 % hidden.
+#[test]
+fn hidden_cost_by_class() {
+    let (prev, cur) = bpf_pair();
+    let f = compute(&calibrated(Regime::TickBased), &prev, &cur);
+    all_finite(&f);
+    let v = thread(&f, 100);
+    approx(v.stolen_pct, 13.0);
+    approx(v.hidden_pct, 0.43);
+    approx(v.true_pct, 90.0 - 13.0 - 0.43);
+    approx(process(&f, 100).hidden_pct, 0.43);
+    approx(f.summary.hidden_pct_total, 0.43);
+    // CPU 0: 1000 device + 500 other system vectors (no class split) at 3 µs.
+    let c = &f.cpus[0];
+    approx(c.hidden_pct, 0.45);
+    approx(c.true_pct, 95.0 - 13.0 - 0.45);
+    assert!(
+        f.hidden_note.contains("IPI 3.0 µs ±0.10 µs") && f.hidden_note.contains("cache /x"),
+        "{}",
+        f.hidden_note
+    );
+
+    // Unknown computes like tick-based.
+    let u = compute(&calibrated(Regime::Unknown), &prev, &cur);
+    assert_eq!(u.threads, f.threads);
+
+    // Without BPF there are no counts to charge: nothing hidden.
+    let (mut prev, mut cur) = (prev, cur);
+    prev.source = Source::ProcOnly;
+    cur.source = Source::ProcOnly;
+    let p = compute(&calibrated(Regime::TickBased), &prev, &cur);
+    approx(thread(&p, 100).hidden_pct, 0.0);
+    assert!(p.hidden_note.is_empty());
 }
 
 #[test]
@@ -568,7 +656,7 @@ fn proc_only_estimates_tick_based() {
     approx(v.hardirq_pct, 2.5);
     approx(v.true_pct, 40.0);
     assert_eq!(
-        (v.unexplained_est_pct, v.interrupts_per_s, v.inline_pct),
+        (v.hidden_pct, v.interrupts_per_s, v.inline_pct),
         (0.0, 0.0, 0.0)
     );
     approx(f.cpus[0].packets_per_s, 5000.0);
@@ -600,13 +688,11 @@ fn proc_only_estimates_irq_time_accounting() {
     approx(v.true_pct, 40.0);
 }
 
-/// Process rows sum their threads; identity comes from the leader, and each
-/// thread's unexplained estimate uses its own CPU's per-interruption cost.
+/// Process rows sum their threads; identity comes from the leader.
 #[test]
 fn process_rows_sum_threads() {
     let (mut prev, mut cur) = bpf_pair();
-    // A second thread of the victim on CPU 1, where /proc/stat saw 2 ticks of
-    // irq and tracing saw 10 ms over 100 interruptions: 100 µs untraced each.
+    // A second thread of the victim on CPU 1 with 50 device interrupts.
     prev.tasks.push(task(100, 101, 60, "worker", (0, 0), 0, 1));
     let mut w = task(100, 101, 60, "worker", (20, 0), 200 * MS, 1);
     w.irq = Some(IrqAcct {
@@ -621,7 +707,7 @@ fn process_rows_sum_threads() {
         hardirq_count: 100,
         ..Default::default()
     });
-    let f = compute(&host(Regime::TickBased), &prev, &cur);
+    let f = compute(&calibrated(Regime::TickBased), &prev, &cur);
     let p = process(&f, 100);
     assert!(p.is_process);
     assert_eq!(
@@ -632,9 +718,9 @@ fn process_rows_sum_threads() {
     approx(p.on_cpu_pct, 110.0);
     approx(p.hardirq_pct, 4.0);
     approx(p.stolen_pct, 14.0);
-    approx(p.true_pct, 96.0);
-    // 0.4 % (victim on CPU 0) + 50 × 100 µs = 5 ms = 0.5 % (worker on CPU 1).
-    approx(p.unexplained_est_pct, 0.9);
+    // 0.43 % (victim) + 50 × 3 µs = 0.015 % (worker).
+    approx(p.hidden_pct, 0.445);
+    approx(p.true_pct, 96.0 - 0.445);
     approx(f.summary.stolen_pct_total, 14.0);
     assert_eq!(f.summary.processes, 2);
 }
@@ -653,6 +739,8 @@ mod totality {
                     softirq_ns: [s, s, s],
                     softirq_count: s,
                     sysvec_count: b,
+                    timer_count: s[0],
+                    ipi_count: s[1],
                 },
             ),
         )
@@ -726,7 +814,7 @@ mod totality {
         #[test]
         fn never_panics_never_nan(a in arb_sample(), b in arb_sample(), tck in 0u64..1000, r in 0u8..3) {
             let regime = [Regime::TickBased, Regime::IrqTimeAccounting, Regime::Unknown][r as usize];
-            let mut h = host(regime);
+            let mut h = calibrated(regime);
             h.clk_tck = tck;
             all_finite(&compute(&h, &a, &b));
         }

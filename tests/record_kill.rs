@@ -22,6 +22,7 @@ impl Drop for Kill {
 fn recorder(file: &Path, extra: &[&str]) -> Kill {
     Kill(
         Command::new(env!("CARGO_BIN_EXE_nettop"))
+            .env("NETTOP_CACHE_DIR", common::cache_dir())
             .arg("--record")
             .arg(file)
             .args(["-d", "0.25"])

@@ -1,5 +1,7 @@
 //! Recording round trips, crash safety and bad input.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -35,6 +37,7 @@ fn write_file(
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_nettop"))
+        .env("NETTOP_CACHE_DIR", common::cache_dir())
         .args(args)
         .output()
         .unwrap();
@@ -363,4 +366,80 @@ fn duration_and_size_parsing() {
     for bad in ["", "1", "12Q", "M", "-5M", "1K"] {
         assert!(parse_size(bad).is_err(), "{bad}");
     }
+}
+
+/// A recording carries the calibration of the host that recorded it, so a
+/// replay elsewhere charges the same hidden cost and says where it came from.
+#[test]
+fn recordings_carry_the_calibration() {
+    use nettop::model::frame::Frame;
+    use nettop::model::hidden::{Basis, Calibration, ClassCost};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cal.rec");
+    let mut host = synth::host(4);
+    let cost = ClassCost {
+        basis: Basis::Measured,
+        samples: 500,
+        traced_ns: 300.0,
+        hidden_ns: 2_600.0,
+        spread_ns: 20.0,
+    };
+    host.calibration = Some(Calibration {
+        cpu: 3,
+        origin: "measured at start, cached in /var/cache/nettop/calibration.json".into(),
+        device: cost.clone(),
+        timer: cost.clone(),
+        ipi: cost.clone(),
+        other: cost,
+        runtime_share: 1.0,
+        ..Default::default()
+    });
+    let mut w = Writer::create(&p, false, false).unwrap();
+    w.write_meta(&Meta {
+        format: format::VERSION,
+        writer: "test".into(),
+        created_unix_ms: 1,
+        interval_s: 1.0,
+        host: host.clone(),
+        part: 0,
+    })
+    .unwrap();
+    for k in 1..=3 {
+        w.write_sample(&synth::sample(k, 8, 4)).unwrap();
+    }
+    w.finish("count").unwrap();
+
+    let rec = Recording::open(&p).unwrap();
+    assert_eq!(rec.host().calibration, host.calibration);
+    let (code, out, err) = run(&["--replay", p.to_str().unwrap(), "--export", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let frames: Vec<Frame> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 2);
+    for f in &frames {
+        assert!(
+            f.hidden_note.contains("calibrated on CPU 3")
+                && f.hidden_note.contains("measured at start"),
+            "{}",
+            f.hidden_note
+        );
+        assert!(f.summary.hidden_pct_total > 0.0, "{:?}", f.summary);
+        assert!(f.processes.iter().any(|t| t.hidden_pct > 0.0));
+    }
+
+    // A recording made before calibrations existed replays without one.
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1.rec");
+    let (code, out, err) = run(&["--replay", golden.to_str().unwrap(), "--export", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let f: Frame = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    if f.source == nettop::model::raw::Source::Bpf {
+        assert!(
+            f.hidden_note.contains("not calibrated"),
+            "{}",
+            f.hidden_note
+        );
+    }
+    assert!(f.processes.iter().all(|t| t.hidden_pct == 0.0));
 }

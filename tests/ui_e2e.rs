@@ -2,6 +2,8 @@
 //! keys, checked by screen text, resized, quit and killed — and the terminal
 //! must come back cooked and on the main screen every time.
 
+mod common;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -327,7 +329,12 @@ fn live_tui_with_bpf() {
         assert!(!require, "NETTOP_REQUIRE_BPF=1 but not root");
         return skipped("BPF TUI test needs root");
     }
-    let Some(t) = Tmux::start("bpf", BIN, 130, 30) else {
+    // tmux does not pass our environment on: name the test cache inline.
+    let cmd = format!(
+        "env NETTOP_CACHE_DIR={} {BIN}",
+        common::cache_dir().display()
+    );
+    let Some(t) = Tmux::start("bpf", &cmd, 130, 30) else {
         assert!(!require, "tmux is required");
         return skipped("tmux not installed");
     };

@@ -45,6 +45,11 @@ pub enum AttachMode {
 }
 
 impl AttachMode {
+    /// "tp_btf" or "raw_tp".
+    pub fn name(self) -> &'static str {
+        self.prefix()
+    }
+
     fn prefix(self) -> &'static str {
         match self {
             AttachMode::TpBtf => "tp_btf",
@@ -86,6 +91,8 @@ pub struct CpuCounters {
     pub net: CpuNet,
     /// Counts per x86 system vector kind, order of `SYSVEC_KINDS`.
     pub sysvec_kind_count: Vec<u64>,
+    /// Traced time per x86 system vector kind, same order.
+    pub sysvec_kind_ns: Vec<u64>,
     pub health: CpuHealth,
 }
 
@@ -144,6 +151,11 @@ pub struct BpfCollector {
     stale: Vec<u32>,
     /// Holds `bpf_stats_enabled` on; the kernel restores it when closed.
     _stats_fd: Option<OwnedFd>,
+    /// The object's mmapped .bss (fake clock, calibration probe). Every
+    /// access after load goes through this pointer, with volatile loads and
+    /// stores, so the mapping is never also reached through a Rust reference
+    /// while a [`Probe`] reads it.
+    bss: *mut types::bss,
 }
 
 /// Checks what a BPF load needs and says how to fix what is missing.
@@ -323,7 +335,13 @@ impl BpfCollector {
             prog.set_autoload(load);
         }
 
-        let skel = open.load().context("loading BPF programs")?;
+        let mut skel = open.load().context("loading BPF programs")?;
+        let bss: *mut types::bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .map(|b| b as *mut types::bss)
+            .ok_or_else(|| anyhow!("the BPF object has no mapped .bss"))?;
 
         let stats_fd = if opts.stats {
             // SAFETY: plain syscall wrapper; a non-negative return is a new fd we own.
@@ -406,6 +424,7 @@ impl BpfCollector {
             sample_gen: 0,
             stale: Vec::new(),
             _stats_fd: stats_fd,
+            bss,
         })
     }
 
@@ -481,37 +500,7 @@ impl BpfCollector {
             .lookup_percpu(&key, MapFlags::ANY)
             .context("reading per-CPU counters")?
             .unwrap_or_default();
-        Ok(values
-            .iter()
-            .map(|bytes| {
-                let v: types::nt_cpu = from_bytes::<types::pcpu>(bytes)
-                    .map(|p| p.stats)
-                    .unwrap_or_default();
-                CpuCounters {
-                    acct: acct_from(&v.acct),
-                    net: CpuNet {
-                        net_rx_actions: v.net_rx_actions,
-                        net_rx_ns: v.net_rx_ns,
-                        net_rx_restarts: v.net_rx_restarts,
-                        net_rx_max_ns: v.net_rx_max_ns,
-                        napi_polls: v.napi_polls,
-                        napi_work: v.napi_work,
-                        napi_budget_exhausted: v.napi_budget_exhausted,
-                    },
-                    sysvec_kind_count: v.sysvec_kind_count.to_vec(),
-                    health: CpuHealth {
-                        map_full: v.map_full,
-                        map_full_ns: v.map_full_ns,
-                        napi_map_full: v.napi_map_full,
-                        unmatched_exits: v.unmatched_exits,
-                        unattributed: v.unattributed,
-                        unattributed_ns: v.unattributed_ns,
-                        flush_deferred: v.flush_deferred,
-                        unknown_raise: v.unknown_raise,
-                    },
-                }
-            })
-            .collect())
+        Ok(values.iter().map(|b| cpu_counters_from(b)).collect())
     }
 
     /// The whole task hash in batches (the /proc path joins it by TID).
@@ -704,13 +693,28 @@ impl BpfCollector {
             .sum()
     }
 
+    /// Starts feeding the calibration probe from `cpu` (see [`Probe`]);
+    /// it stops when the probe is dropped.
+    pub fn probe(&self, cpu: u32) -> Probe<'_> {
+        // SAFETY: `self.bss` is the live mapping (see the field); probe_cpu1
+        // is a u32 the BPF programs only read, and a volatile store makes it
+        // visible to them at once.
+        unsafe {
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.bss).probe_cpu1), cpu + 1)
+        };
+        Probe {
+            bss: self.bss,
+            _collector: std::marker::PhantomData,
+        }
+    }
+
     // ---- test support: drive the state machine with exact timelines ----
 
     /// Sets the fake clock (only meaningful with `test_clock`).
-    pub fn set_fake_now(&mut self, ns: u64) {
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            bss.fake_now_ns = ns;
-        }
+    pub fn set_fake_now(&self, ns: u64) {
+        // SAFETY: `self.bss` is the live mapping (see the field); a volatile
+        // store of a u64 the programs only read.
+        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.bss).fake_now_ns), ns) };
     }
 
     /// Runs the loaded program attached to `tracepoint` (`raw_tp` flavour)
@@ -756,6 +760,90 @@ impl BpfCollector {
     }
 }
 
+/// Traced time and interruption counts of the CPU being calibrated,
+/// cumulative (see `struct nt_probe` in bpf/nettop.h).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbeCounts {
+    pub traced_ns: u64,
+    /// Outermost hardirqs by class: device, timer, IPI, other.
+    pub intr: [u64; 4],
+    pub softirq_runs: u64,
+}
+
+/// The calibration probe of one CPU, read straight from the BPF object's
+/// memory: cheap enough to read after every gap a spinner sees, with no
+/// system call that would itself disturb the CPU. Stops the probe on drop.
+pub struct Probe<'a> {
+    bss: *mut types::bss,
+    _collector: std::marker::PhantomData<&'a BpfCollector>,
+}
+
+// SAFETY: the pointer targets the skeleton's mmapped .bss, which lives as long
+// as the borrowed collector ('a). Through &Probe it is only read with
+// volatile aligned u64 loads (atomic on every 64-bit target BPF runs on) of
+// counters BPF updates with atomic adds; the one write happens in Drop,
+// which needs the Probe itself.
+unsafe impl Send for Probe<'_> {}
+// SAFETY: see Send: shared access only ever reads.
+unsafe impl Sync for Probe<'_> {}
+
+impl Probe<'_> {
+    pub fn read(&self) -> ProbeCounts {
+        // SAFETY: see the Send impl; the fields are naturally aligned u64s.
+        unsafe {
+            let p = std::ptr::addr_of!((*self.bss).probe);
+            let rd = |x: *const u64| std::ptr::read_volatile(x);
+            ProbeCounts {
+                traced_ns: rd(std::ptr::addr_of!((*p).traced_ns)),
+                intr: [
+                    rd(std::ptr::addr_of!((*p).intr[0])),
+                    rd(std::ptr::addr_of!((*p).intr[1])),
+                    rd(std::ptr::addr_of!((*p).intr[2])),
+                    rd(std::ptr::addr_of!((*p).intr[3])),
+                ],
+                softirq_runs: rd(std::ptr::addr_of!((*p).softirq_runs)),
+            }
+        }
+    }
+}
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        // SAFETY: see the Send impl; a volatile u32 store BPF only reads.
+        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.bss).probe_cpu1), 0) };
+    }
+}
+
+fn cpu_counters_from(bytes: &[u8]) -> CpuCounters {
+    let v: types::nt_cpu = from_bytes::<types::pcpu>(bytes)
+        .map(|p| p.stats)
+        .unwrap_or_default();
+    CpuCounters {
+        acct: acct_from(&v.acct),
+        net: CpuNet {
+            net_rx_actions: v.net_rx_actions,
+            net_rx_ns: v.net_rx_ns,
+            net_rx_restarts: v.net_rx_restarts,
+            net_rx_max_ns: v.net_rx_max_ns,
+            napi_polls: v.napi_polls,
+            napi_work: v.napi_work,
+            napi_budget_exhausted: v.napi_budget_exhausted,
+        },
+        sysvec_kind_count: v.sysvec_kind_count.to_vec(),
+        sysvec_kind_ns: v.sysvec_kind_ns.to_vec(),
+        health: CpuHealth {
+            map_full: v.map_full,
+            map_full_ns: v.map_full_ns,
+            napi_map_full: v.napi_map_full,
+            unmatched_exits: v.unmatched_exits,
+            unattributed: v.unattributed,
+            unattributed_ns: v.unattributed_ns,
+            flush_deferred: v.flush_deferred,
+            unknown_raise: v.unknown_raise,
+        },
+    }
+}
+
 pub(super) fn acct_from(a: &types::nt_acct) -> IrqAcct {
     let mut softirq_ns = [[0u64; NR_SOFTIRQS]; SOFTIRQ_CTX];
     for (dst, src) in softirq_ns.iter_mut().zip(a.softirq_ns.iter()) {
@@ -768,6 +856,8 @@ pub(super) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         sysvec_count: a.sysvec_count,
         softirq_ns,
         softirq_count: a.softirq_count,
+        timer_count: a.timer_count,
+        ipi_count: a.ipi_count,
     }
 }
 

@@ -35,6 +35,8 @@ pub fn detect_host(root: &Sysroot) -> HostInfo {
         nr_cpus,
         cpu_node: cpu_nodes(root, nr_cpus),
         kernel,
+        calibration: None,
+        calibration_missing: String::new(),
     }
 }
 

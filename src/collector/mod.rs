@@ -30,6 +30,8 @@ pub struct CollectorOptions {
     pub threads: bool,
     /// Read tasks from /proc even when the in-kernel sampler loads.
     pub no_task_sampler: bool,
+    /// Calibration cache directory (`None`: `$NETTOP_CACHE_DIR` or the default).
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 impl CollectorOptions {
@@ -42,6 +44,7 @@ impl CollectorOptions {
             bpf_stats: cli.bpf_stats,
             threads: cli.threads,
             no_task_sampler: std::env::var_os("NETTOP_NO_TASK_SAMPLER").is_some(),
+            cache_dir: cli.cache_dir.clone(),
         }
     }
 }
@@ -82,13 +85,21 @@ impl Collector {
             let ks = procfs::read_ksoftirqd(&opts.sysroot).context("listing ksoftirqd threads")?;
             let ksoftirqd = procfs::find_ksoftirqd(&ks).into_iter().collect();
             let pidns = nested_pid_namespace();
-            Some(BpfCollector::open(&BpfOptions {
+            let bpf = BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
                 max_tasks: Some(task_map_size(thread_count(&opts.sysroot))),
                 no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()
-            })?)
+            })?;
+            // Once per boot (cached): without it HIDDEN~ is not shown and the
+            // frames say why, but nettop still runs.
+            let dir = crate::calibrate::cache::dir(opts.cache_dir.as_deref());
+            match crate::calibrate::cached_or_measure(&bpf, &opts.sysroot, &dir, &host) {
+                Ok(c) => host.calibration = Some(c),
+                Err(e) => host.calibration_missing = format!("{e:#}"),
+            }
+            Some(bpf)
         };
         let proc_reason = match &bpf {
             None => Some("no BPF".to_string()),

@@ -154,7 +154,7 @@ pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
 }
 
 /// CSV header of [`csv_rows`].
-pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,unexplained_est_pct,interrupts_per_s,softirqs_per_s";
+pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interrupts_per_s,softirqs_per_s";
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -208,7 +208,7 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
             soft,
             t.inline_pct,
             t.ksoftirqd_pct,
-            t.unexplained_est_pct,
+            t.hidden_pct,
             t.interrupts_per_s,
             t.softirqs_per_s,
         ));

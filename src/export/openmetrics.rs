@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
+use crate::model::hidden::Basis;
 use crate::model::raw::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, HostInfo, IrqAcct, NR_SOFTIRQS, RawSample, RawTask,
     Regime, SOFTIRQ_NAMES, Source,
@@ -129,6 +130,8 @@ fn add_irq(into: &mut Option<IrqAcct>, a: &IrqAcct) {
     t.hardirq_count += a.hardirq_count;
     t.sysvec_ns += a.sysvec_ns;
     t.sysvec_count += a.sysvec_count;
+    t.timer_count += a.timer_count;
+    t.ipi_count += a.ipi_count;
     for c in 0..t.softirq_ns.len() {
         for v in 0..NR_SOFTIRQS {
             t.softirq_ns[c][v] += a.softirq_ns[c][v];
@@ -217,6 +220,38 @@ pub fn families(
     ntasks.push(vec![], cur.tasks.len() as f64);
     out.push(ntasks);
 
+    // The calibration HIDDEN~ rests on (per interruption, by class).
+    let cal = host
+        .calibration
+        .as_ref()
+        .filter(|_| cur.source == Source::Bpf);
+    if let Some(c) = cal {
+        let mut ch = Family::new(
+            "nettop_calibration_hidden_seconds",
+            Kind::Gauge,
+            Some("seconds"),
+            "Untraced cost of one interruption per class (calibrated; basis measured or same_as_ipi)",
+        );
+        let mut cs = Family::new(
+            "nettop_calibration_spread_seconds",
+            Kind::Gauge,
+            Some("seconds"),
+            "Half the interquartile range of the per-interruption untraced cost",
+        );
+        for (class, k) in c.classes() {
+            let basis = match k.basis {
+                Basis::Measured => "measured",
+                Basis::SameAsIpi => "same_as_ipi",
+            };
+            ch.push(
+                vec![("class", class.to_string()), ("basis", basis.to_string())],
+                k.hidden_ns / 1e9,
+            );
+            cs.push(vec![("class", class.to_string())], k.spread_ns / 1e9);
+        }
+        out.extend([ch, cs]);
+    }
+
     // Per CPU.
     let mut online = Family::new(
         "nettop_cpu_online",
@@ -253,6 +288,12 @@ pub fn families(
         Kind::Counter,
         None,
         "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)",
+    );
+    let mut chid = Family::new(
+        "nettop_cpu_hidden_seconds",
+        Kind::Counter,
+        Some("seconds"),
+        "Estimated untraced interrupt cost on this CPU: interruptions by class x calibrated cost",
     );
     let mut rx_s = Family::new(
         "nettop_cpu_net_rx_seconds",
@@ -372,6 +413,9 @@ pub fn families(
                 vec![("cpu", c.cpu.to_string()), ("kind", "sysvec".into())],
                 a.sysvec_count as f64,
             );
+            if let Some(cal) = cal {
+                chid.push(cpu(), cal.hidden_ns(a) / 1e9);
+            }
         }
         if let Some(n) = &c.net {
             rx_s.push(cpu(), secs_ns(n.net_rx_ns));
@@ -390,8 +434,8 @@ pub fn families(
         }
     }
     out.extend([
-        online, cpu_s, hard, sysvec, soft, intr, rx_s, rx_n, rx_r, rx_max, polls, pkts, exh, sn_p,
-        sn_d, sn_s, sn_r,
+        online, cpu_s, hard, sysvec, soft, intr, chid, rx_s, rx_n, rx_r, rx_max, polls, pkts, exh,
+        sn_p, sn_d, sn_s, sn_r,
     ]);
 
     // napi instances, summed over the CPUs that polled them.
@@ -518,6 +562,12 @@ pub fn families(
         Some("seconds"),
         "Hardirq, system vector and softirq time run in the task's context for others, top-N tasks",
     );
+    let mut thidden = Family::new(
+        "nettop_task_hidden_seconds",
+        Kind::Counter,
+        Some("seconds"),
+        "Estimated untraced cost of the interruptions in the task's context (calibrated), top-N tasks",
+    );
     let mut tinline = Family::new(
         "nettop_task_softirq_inline_seconds",
         Kind::Counter,
@@ -548,12 +598,15 @@ pub fn families(
         toncpu.push(l(), secs_ns(t.on_cpu_ns));
         if let Some(a) = &t.irq {
             tstolen.push(l(), secs_ns(stolen_ns(a)));
+            if let Some(cal) = cal {
+                thidden.push(l(), cal.hidden_ns(a) / 1e9);
+            }
             let inline = a.softirq_ns[CTX_INLINE].iter().sum::<u64>();
             tinline.push(l(), secs_ns(inline));
             tint.push(l(), (a.hardirq_count + a.sysvec_count) as f64);
         }
     }
-    out.extend([tcpu, toncpu, tstolen, tinline, tint]);
+    out.extend([tcpu, toncpu, tstolen, thidden, tinline, tint]);
 
     // Collector health.
     if let Some(h) = &cur.health {

@@ -13,17 +13,24 @@
 //! the task's time. What that means for the task's own figures depends on how
 //! the kernel accounts interrupt time ([`Regime`]):
 //!
+//! Each interruption also costs time no tracepoint sees (entry/exit code,
+//! APIC, VM exits): `hidden` = the task's interruptions by class × the cost
+//! calibrated for this host ([`super::hidden`]), an estimate.
+//!
 //! * **Tick-based** (`CONFIG_IRQ_TIME_ACCOUNTING` off) and **Unknown** (which
 //!   is computed the same way and says so): the scheduler's
 //!   `sum_exec_runtime` runs on across interrupts, so `on_cpu` *includes* the
-//!   stolen time; the task really got `true = max(0, on_cpu − stolen)`. Its own
-//!   inline softirq is its own work and stays in.
+//!   stolen and the hidden time; the task really got
+//!   `true = max(0, on_cpu − stolen − hidden)`. Its own inline softirq is its
+//!   own work and stays in.
 //! * **IrqTimeAccounting**: irq time is measured at each transition and taken
-//!   out of `rq->clock_task`, so `on_cpu` already *excludes* all irq time —
-//!   including the task's own inline softirq, but not ksoftirqd's softirq
-//!   (ksoftirqd is exempt). Stolen time therefore vanished from top instead of
-//!   being charged, and `true = on_cpu + inline` gives the task back the
-//!   network work it did for itself.
+//!   out of `rq->clock_task`, so `on_cpu` already *excludes* all traced irq
+//!   time — including the task's own inline softirq, but not ksoftirqd's
+//!   softirq (ksoftirqd is exempt). Stolen time therefore vanished from top
+//!   instead of being charged, and `true = on_cpu + inline − hidden left in
+//!   runtime` gives the task back the network work it did for itself and
+//!   takes out the part of the hidden cost outside the kernel's irq clock
+//!   (the calibration measures that share).
 //!
 //! `top_pct` is always top's own figure, Δ(utime+stime) ticks, so the two can
 //! be compared side by side.
@@ -31,6 +38,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::frame::{CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView};
+use super::hidden::{self, Calibration};
 use super::raw::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NR_SOFTIRQS,
     RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
@@ -47,14 +55,15 @@ fn d(prev: u64, cur: u64) -> u64 {
 }
 
 /// Interval constants and unit conversions, all denominator-safe.
-struct Ctx {
+struct Ctx<'a> {
     dt_ns: u64,
     clk_tck: u64,
     regime: Regime,
     source: Source,
+    cal: Option<&'a Calibration>,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn pct_ns(&self, ns: f64) -> f64 {
         if self.dt_ns == 0 {
             0.0
@@ -80,6 +89,17 @@ impl Ctx {
     fn irq_in_runtime(&self) -> bool {
         self.regime != Regime::IrqTimeAccounting
     }
+    /// Calibrated untraced cost of the interruptions in `a` (0 without a
+    /// calibration or without BPF), and its part left in runtime, ns.
+    fn hidden(&self, a: &IrqAcct) -> (f64, f64) {
+        match self.cal {
+            Some(c) if self.source == Source::Bpf => (
+                fin(c.hidden_ns(a)),
+                fin(c.hidden_in_runtime_ns(a, self.regime)),
+            ),
+            _ => (0.0, 0.0),
+        }
+    }
 }
 
 /// Field-wise saturating difference; `None` reads as all-zero counters.
@@ -92,6 +112,8 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         hardirq_count: d(p.hardirq_count, c.hardirq_count),
         sysvec_ns: d(p.sysvec_ns, c.sysvec_ns),
         sysvec_count: d(p.sysvec_count, c.sysvec_count),
+        timer_count: d(p.timer_count, c.timer_count),
+        ipi_count: d(p.ipi_count, c.ipi_count),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {
@@ -160,10 +182,9 @@ struct CpuCalc {
     stat_soft_ns: f64,
     /// Non-idle time the CPU ran (user+nice+system+irq+softirq), ns.
     busy_ns: f64,
-    /// What /proc/stat saw as interrupt time that tracepoints did not.
+    /// What /proc/stat saw as interrupt time that tracepoints did not: a
+    /// tick-sampled cross-check of the calibrated hidden cost.
     excess_ns: f64,
-    /// `excess_ns` per traced interruption: the untraced cost of one.
-    overhead_per_int_ns: f64,
     /// ksoftirqd/N's on-CPU time, ns.
     ksoftirqd_ns: u64,
 }
@@ -214,13 +235,11 @@ fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu, ksoftirqd_ns: u64) -> Cpu
         .saturating_add(t.system)
         .saturating_add(t.irq)
         .saturating_add(t.softirq);
-    let (excess_ns, overhead) = if ctx.source == Source::Bpf && c.irq.is_some() {
+    let excess_ns = if ctx.source == Source::Bpf && c.irq.is_some() {
         let traced = traced_comparable_ns(&irq, ctx.regime) as f64;
-        let excess = (stat_irq_ns + stat_soft_ns - traced).max(0.0);
-        let n = interruptions(&irq);
-        (excess, if n == 0 { 0.0 } else { excess / n as f64 })
+        (stat_irq_ns + stat_soft_ns - traced).max(0.0)
     } else {
-        (0.0, 0.0)
+        0.0
     };
     CpuCalc {
         valid: true,
@@ -232,7 +251,6 @@ fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu, ksoftirqd_ns: u64) -> Cpu
         stat_soft_ns,
         busy_ns: ctx.ticks_ns(busy_ticks),
         excess_ns: fin(excess_ns),
-        overhead_per_int_ns: fin(overhead),
         ksoftirqd_ns,
     }
 }
@@ -246,8 +264,6 @@ struct TaskDelta {
     /// ProcOnly estimates of interrupt time in its context, ns.
     est_hardirq_ns: f64,
     est_stolen_ns: f64,
-    /// BPF mode: untraced interrupt cost apportioned to it, ns.
-    unexpl_ns: f64,
 }
 
 impl TaskDelta {
@@ -257,7 +273,6 @@ impl TaskDelta {
         self.irq.add(&o.irq);
         self.est_hardirq_ns += o.est_hardirq_ns;
         self.est_stolen_ns += o.est_stolen_ns;
-        self.unexpl_ns += o.unexpl_ns;
     }
 }
 
@@ -283,9 +298,8 @@ fn task_delta(
         return td;
     };
     match ctx.source {
-        Source::Bpf => {
-            td.unexpl_ns = fin(interruptions(&td.irq) as f64 * cpu.overhead_per_int_ns);
-        }
+        // Traced: everything is in `irq`; the hidden cost follows from it.
+        Source::Bpf => {}
         // Without tracing, the CPU's /proc/stat interrupt time is shared out
         // by the task's part of the CPU's non-interrupt busy time (an
         // estimate: it assumes interrupts hit busy time evenly, and it books
@@ -342,6 +356,7 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         on_cpu_pct,
         ..Default::default()
     };
+    let mut hidden_in_runtime_pct = 0.0;
     match ctx.source {
         Source::Bpf => {
             v.hardirq_pct = ctx.pct_ns(td.irq.hardirq_ns as f64);
@@ -353,7 +368,9 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             v.stolen_pct = v.hardirq_pct + v.sysvec_pct + v.softirq_stolen_pct.iter().sum::<f64>();
             v.inline_pct = ctx.pct_ns(ctx_sum(&td.irq, CTX_INLINE) as f64);
             v.ksoftirqd_pct = ctx.pct_ns(ctx_sum(&td.irq, CTX_KSOFTIRQD) as f64);
-            v.unexplained_est_pct = ctx.pct_ns(td.unexpl_ns);
+            let (hidden, in_runtime) = ctx.hidden(&td.irq);
+            v.hidden_pct = ctx.pct_ns(hidden);
+            hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
             v.interrupts_per_s = ctx.rate(interruptions(&td.irq) as f64);
             v.softirqs_per_s = ctx.rate(
                 td.irq
@@ -368,9 +385,9 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         }
     }
     v.true_pct = fin(if ctx.irq_in_runtime() {
-        (on_cpu_pct - v.stolen_pct).max(0.0)
+        (on_cpu_pct - v.stolen_pct - hidden_in_runtime_pct).max(0.0)
     } else {
-        on_cpu_pct + v.inline_pct
+        (on_cpu_pct + v.inline_pct - hidden_in_runtime_pct).max(0.0)
     });
     v
 }
@@ -380,12 +397,13 @@ pub fn regime_note(regime: Regime) -> &'static str {
     match regime {
         Regime::TickBased => {
             "Tick-based irq accounting (CONFIG_IRQ_TIME_ACCOUNTING off): interrupt work is charged to \
-             whichever task it interrupted, so TOP% includes time stolen from it; TRUE% = on-CPU - STOLEN%."
+             whichever task it interrupted, so TOP% includes time stolen from it; \
+             TRUE% = on-CPU - STOLEN% - HIDDEN~%."
         }
         Regime::IrqTimeAccounting => {
             "Precise irq accounting (CONFIG_IRQ_TIME_ACCOUNTING=y): interrupt time is removed from every \
              task but ksoftirqd, so stolen time vanishes from TOP% instead of inflating it; \
-             TRUE% = on-CPU + own inline softirq."
+             TRUE% = on-CPU + own inline softirq - the part of HIDDEN~% the kernel left in its runtime."
         }
         Regime::Unknown => {
             "Kernel config unreadable, irq accounting regime unknown: computed as tick-based (TOP% may \
@@ -446,6 +464,8 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
         v.softirq_inline_pct = ctx.pct_ns(ctx_sum(&k.irq, CTX_INLINE) as f64);
         v.softirq_ksoftirqd_pct = ctx.pct_ns(ctx_sum(&k.irq, CTX_KSOFTIRQD) as f64);
         v.unexplained_irq_pct = ctx.pct_ns(k.excess_ns);
+        v.stolen_pct = v.traced_hardirq_pct + v.traced_sysvec_pct + v.softirq_stolen_pct;
+        v.hidden_pct = ctx.pct_ns(ctx.hidden(&k.irq).0);
         v.interrupts_per_s = ctx.rate(interruptions(&k.irq) as f64);
         v.net_rx_per_s = ctx.rate(k.net.net_rx_actions as f64);
         v.net_rx_avg_us = if k.net.net_rx_actions == 0 {
@@ -461,7 +481,11 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
         // Without napi tracing, packets are what softnet_stat says this CPU
         // processed (backlog/RPS included).
         v.packets_per_s = ctx.rate(k.softnet.processed as f64);
+        v.stolen_pct = v.irq_pct + v.soft_pct;
     }
+    // Tasks' own work: non-idle time less interrupt work and its hidden cost.
+    let busy = 100.0 - v.idle_pct - v.iowait_pct - v.steal_pct;
+    v.true_pct = fin((busy - v.stolen_pct - v.hidden_pct).max(0.0));
     v
 }
 
@@ -618,6 +642,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         clk_tck: host.clk_tck,
         regime: host.regime,
         source: cur.source,
+        cal: host.calibration.as_ref(),
     };
 
     // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
@@ -767,6 +792,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         budget_exhausted_per_s: total(|c| c.budget_exhausted_per_s),
         time_squeeze_per_s: total(|c| c.time_squeeze_per_s),
         stolen_pct_total: fin(processes.iter().map(|p| p.stolen_pct).sum()),
+        hidden_pct_total: fin(processes.iter().map(|p| p.hidden_pct).sum()),
         // Every thread, whether or not the sample has a row for each.
         tasks: processes
             .iter()
@@ -785,6 +811,14 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         hostname: host.hostname.clone(),
         regime: host.regime,
         regime_note: regime_note(host.regime).to_string(),
+        hidden_note: match cur.source {
+            Source::Bpf => hidden::note(
+                host.calibration.as_ref(),
+                &host.calibration_missing,
+                cur.unix_ms,
+            ),
+            Source::ProcOnly => String::new(),
+        },
         source: cur.source,
         summary,
         cpus,

@@ -40,11 +40,14 @@ pub struct TaskView {
     pub inline_pct: f64,
     /// Softirq run as ksoftirqd (only non-zero for ksoftirqd threads).
     pub ksoftirqd_pct: f64,
-    /// CPU it really got for its own work (see `model::compute` for both regimes).
+    /// CPU it really got for its own work: after STOLEN and HIDDEN~ (see
+    /// `model::compute` for both regimes).
     pub true_pct: f64,
-    /// Estimate of interrupt cost tracepoints cannot see (entry/exit, untraced
-    /// vectors), apportioned by its interruption count. Always an estimate.
-    pub unexplained_est_pct: f64,
+    /// Estimate of the interrupt cost tracepoints cannot see (entry/exit code,
+    /// APIC, VM exits): its interruptions by class × the cost calibrated for
+    /// this host (`model::hidden`). 0 without BPF or without a calibration.
+    #[serde(default)]
+    pub hidden_pct: f64,
     /// Interruptions (hardirqs + system vectors) per second in its context.
     pub interrupts_per_s: f64,
     /// Softirq runs per second in its context (all vectors, stolen + inline).
@@ -78,9 +81,21 @@ pub struct CpuView {
     pub softirq_ksoftirqd_pct: f64,
     /// ksoftirqd/N's on-CPU time.
     pub ksoftirqd_pct: f64,
-    /// /proc/stat irq+soft minus traced time: what tracepoints miss. Only
-    /// meaningful with BPF; clamped at 0.
+    /// /proc/stat irq+soft minus traced time: what the kernel's tick sampling
+    /// saw that tracepoints did not. Only meaningful with BPF; clamped at 0.
+    /// A cross-check of `hidden_pct` (tick sampling misses short IPIs and
+    /// over-states under heavy softirq load).
     pub unexplained_irq_pct: f64,
+    /// Traced interrupt work done on this CPU for others (hardirq, system
+    /// vectors, stolen softirq; /proc/stat hi+si without BPF).
+    #[serde(default)]
+    pub stolen_pct: f64,
+    /// Calibrated hidden cost of this CPU's interruptions (estimate).
+    #[serde(default)]
+    pub hidden_pct: f64,
+    /// Non-idle time left to tasks' own work: busy − stolen − hidden.
+    #[serde(default)]
+    pub true_pct: f64,
     pub interrupts_per_s: f64,
     pub net_rx_per_s: f64,
     /// Mean time of one NET_RX action, microseconds.
@@ -138,6 +153,9 @@ pub struct Summary {
     pub time_squeeze_per_s: f64,
     /// Sum over tasks of stolen %, i.e. CPUs' worth of time top misattributes.
     pub stolen_pct_total: f64,
+    /// Sum over tasks of hidden % (estimate).
+    #[serde(default)]
+    pub hidden_pct_total: f64,
     pub tasks: u32,
     pub processes: u32,
 }
@@ -180,6 +198,10 @@ pub struct Frame {
     pub regime: Regime,
     /// One sentence for users: how this kernel charges interrupt time.
     pub regime_note: String,
+    /// One sentence on HIDDEN~: where its calibration came from and how wide
+    /// its spread is, or why there is none (empty without BPF).
+    #[serde(default)]
+    pub hidden_note: String,
     pub source: Source,
     pub summary: Summary,
     pub cpus: Vec<CpuView>,

@@ -1,5 +1,6 @@
 //! The pure model: two raw samples in, one Frame of rates and percentages out.
 mod compute;
 pub mod frame;
+pub mod hidden;
 pub mod raw;
 pub use compute::compute;

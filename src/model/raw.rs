@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::hidden::Calibration;
+
 /// Number of softirq vectors (`NR_SOFTIRQS` in include/linux/interrupt.h).
 pub const NR_SOFTIRQS: usize = 10;
 
@@ -44,6 +46,15 @@ pub struct IrqAcct {
     pub softirq_ns: [[u64; NR_SOFTIRQS]; SOFTIRQ_CTX],
     /// Softirq runs per vector, all contexts.
     pub softirq_count: [u64; NR_SOFTIRQS],
+    /// Of `sysvec_count`: local timer interrupts, and IPIs (reschedule,
+    /// call_function, call_function_single, irq_work). The rest are "other"
+    /// vectors. They weigh the calibrated hidden cost per interruption
+    /// (`model::hidden`); recordings made before the split read as 0, i.e.
+    /// every system vector counts as "other".
+    #[serde(default)]
+    pub timer_count: u64,
+    #[serde(default)]
+    pub ipi_count: u64,
 }
 
 impl IrqAcct {
@@ -53,6 +64,8 @@ impl IrqAcct {
         self.hardirq_count = self.hardirq_count.saturating_add(b.hardirq_count);
         self.sysvec_ns = self.sysvec_ns.saturating_add(b.sysvec_ns);
         self.sysvec_count = self.sysvec_count.saturating_add(b.sysvec_count);
+        self.timer_count = self.timer_count.saturating_add(b.timer_count);
+        self.ipi_count = self.ipi_count.saturating_add(b.ipi_count);
         for (a, b) in self.softirq_ns.iter_mut().zip(&b.softirq_ns) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x = x.saturating_add(*y);
@@ -262,6 +275,14 @@ pub struct HostInfo {
     pub nr_cpus: u32,
     /// NUMA node of each CPU (index = CPU), empty when unknown.
     pub cpu_node: Vec<u32>,
+    /// Hidden interrupt cost per interruption class on this host
+    /// (`model::hidden`); recordings carry it so replays charge the same.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+    /// Why there is no calibration (e.g. every CPU is isolated), for the
+    /// front ends; empty when there is one or BPF is off.
+    #[serde(default)]
+    pub calibration_missing: String,
 }
 
 /// Which data a sample has.

@@ -1,4 +1,5 @@
 //! Batch text and JSON front ends.
 pub mod batch;
+pub mod calibration;
 pub mod json;
 pub mod text;

@@ -125,6 +125,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
                 let _ = write!(line, "  missing: {}", h.missing_tracepoints.join(","));
             }
             let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "Hidden~: {}", f.hidden_note);
         }
         Source::ProcOnly => {
             let _ = writeln!(
@@ -142,7 +143,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
     let _ = writeln!(
         out,
         "%Cpu(s): {:5.1} us {:5.1} sy {:5.1} hi {:5.1} si {:5.1} st {:5.1} id | NET_RX {}/s  napi {}/s  pkts {}/s  \
-         budget-exh {}/s  squeeze {}/s | stolen {:.1}% of a CPU | tasks {} procs {} cpus {}",
+         budget-exh {}/s  squeeze {}/s | stolen {:.1}%{} of a CPU | tasks {} procs {} cpus {}",
         s.usr_pct,
         s.sys_pct,
         s.irq_pct,
@@ -155,6 +156,11 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         rate(s.budget_exhausted_per_s),
         rate(s.time_squeeze_per_s),
         s.stolen_pct_total,
+        if f.source == Source::Bpf {
+            format!(" hidden~ {:.1}%", s.hidden_pct_total)
+        } else {
+            String::new()
+        },
         s.tasks,
         s.processes,
         s.cpus_online
@@ -165,7 +171,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
     let _ = writeln!(
         out,
         "\n CPU NODE    us    sy    ni    id    wa    hi    si    st | T:hi  sysv  si:stl   inl   ksd | \
-         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd% unexpl%"
+         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~%"
     );
     let bpf = f.source == Source::Bpf;
     for c in &f.cpus {
@@ -204,7 +210,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 rate(c.budget_exhausted_per_s),
                 rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
-                c.unexplained_irq_pct
+                c.hidden_pct
             );
         } else {
             let _ = write!(
@@ -298,7 +304,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
         "NET_RX%",
         "SI-OTHER%",
         "INLINE%",
-        "UNEXPL~%",
+        "HIDDEN~%",
         "IRQ/s",
         "CPU"
     );
@@ -330,7 +336,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
                 net,
                 other.max(0.0),
                 t.inline_pct,
-                t.unexplained_est_pct,
+                t.hidden_pct,
                 rate(t.interrupts_per_s)
             );
         } else {

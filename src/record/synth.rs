@@ -18,6 +18,7 @@ pub fn host(nr_cpus: u32) -> HostInfo {
         clk_tck: 100,
         nr_cpus,
         cpu_node: (0..nr_cpus).map(|c| c / 2.max(nr_cpus / 2)).collect(),
+        ..Default::default()
     }
 }
 

@@ -361,6 +361,13 @@ impl HostTopology {
     }
 }
 
+/// CPUs set apart at boot (isolcpus=, nohz_full=, and what sysfs lists as
+/// isolated or nohz_full): nettop's calibration never runs there.
+pub fn isolated_cpus(root: &Sysroot) -> anyhow::Result<CpuSet> {
+    let mut notes = Vec::new();
+    Ok(sys::load_host(root, &mut notes)?.isolated())
+}
+
 /// Reads the whole host. Fails only when the CPU structure cannot be had at
 /// all; anything else missing is recorded in `notes` and judged as unknown.
 pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {

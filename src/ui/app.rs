@@ -79,6 +79,7 @@ pub enum Column {
     True,
     Gap,
     Stolen,
+    Hidden,
     Hardirq,
     Softirq,
     NetRx,
@@ -90,13 +91,14 @@ pub enum Column {
 
 impl Column {
     /// Screen order (COMMAND last, as in top), which `<`/`>` walk.
-    pub const ALL: [Column; 14] = [
+    pub const ALL: [Column; 15] = [
         Column::Pid,
         Column::User,
         Column::Top,
         Column::True,
         Column::Gap,
         Column::Stolen,
+        Column::Hidden,
         Column::Hardirq,
         Column::Softirq,
         Column::NetRx,
@@ -116,6 +118,7 @@ impl Column {
             Column::True => "TRUE%",
             Column::Gap => "GAP",
             Column::Stolen => "STOLEN%",
+            Column::Hidden => "HID~%",
             Column::Hardirq => "HI%",
             Column::Softirq => "SI%",
             Column::NetRx => "NET_RX%",
@@ -136,6 +139,7 @@ impl Column {
             Column::True => "CPU the task really got for its own work",
             Column::Gap => "TOP% minus TRUE%: what top gets wrong",
             Column::Stolen => "hardirq+softirq run on its time for others",
+            Column::Hidden => "estimate: untraced cost of its interruptions",
             Column::Hardirq => "stolen: hardirq + system vectors",
             Column::Softirq => "stolen: softirq, all vectors",
             Column::NetRx => "stolen: NET_RX softirq",
@@ -931,6 +935,7 @@ impl App {
             Column::True => num(|t| t.true_pct),
             Column::Gap => num(|t| t.top_pct - t.true_pct),
             Column::Stolen => num(|t| t.stolen_pct),
+            Column::Hidden => num(|t| t.hidden_pct),
             Column::Hardirq => num(hi_pct),
             Column::Softirq => num(si_pct),
             Column::NetRx => num(net_rx_pct),

@@ -87,7 +87,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     }
     f.render_widget(Paragraph::new(status_line(app, &s)), status);
     match &app.mode {
-        Mode::Help => draw_help(f, &s, area),
+        Mode::Help => draw_help(f, app, &s, area),
         Mode::SortPicker(i) => draw_picker(f, app, &s, area, *i),
         _ => {}
     }
@@ -243,7 +243,7 @@ fn view_header<'a>(app: &'a App, s: &Sty) -> Line<'a> {
                 t.push_str(&format!(" · following {p}"));
             }
             t.push_str(&format!(
-                " │ TOP% = what top shows, TRUE% = what it really got, STOLEN% = irq work run on its time (! ≥ {STOLEN_MARK_PCT:.0}%)"
+                " │ TOP% = what top shows, TRUE% = what it really got, STOLEN% = irq work run on its time (! ≥ {STOLEN_MARK_PCT:.0}%), HID~% = its untraced cost (estimate)"
             ));
             t
         }
@@ -311,6 +311,14 @@ fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         format!("IRQ_TIME_ACCOUNTING {regime}"),
         note_style,
     ));
+    if let Some(f) = app.frame.as_ref().filter(|f| !f.hidden_note.is_empty()) {
+        // The full note (origin, spread) is in the help screen.
+        if f.hidden_note.contains("not calibrated") {
+            spans.push(Span::styled(" · HIDDEN~ not calibrated", s.warn()));
+        } else {
+            spans.push(Span::raw(" · HIDDEN~ calibrated (? for how)"));
+        }
+    }
     if let Some(f) = &app.frame {
         let src = match f.source {
             crate::model::raw::Source::Bpf if f.health.attach_mode.is_empty() => "BPF".to_string(),
@@ -392,6 +400,7 @@ fn col_width(c: Column) -> u16 {
         Column::True => 5,
         Column::Gap => 5,
         Column::Stolen => 7,
+        Column::Hidden => 5,
         Column::Hardirq => 4,
         Column::Softirq => 4,
         Column::NetRx => 7,
@@ -402,11 +411,12 @@ fn col_width(c: Column) -> u16 {
     }
 }
 
-const PROC_PRIORITY: [Column; 13] = [
+const PROC_PRIORITY: [Column; 14] = [
     Column::Pid,
     Column::Top,
     Column::True,
     Column::Stolen,
+    Column::Hidden,
     Column::NetRx,
     Column::Gap,
     Column::User,
@@ -545,6 +555,7 @@ fn task_row<'a>(
                 fmt_pct_or_dash(stolen),
                 if marked { s.stolen() } else { Style::new() },
             ),
+            Column::Hidden => (fmt_pct_or_dash(t.hidden_pct), Style::new()),
             Column::Hardirq => (fmt_pct_or_dash(hi_pct(t)), Style::new()),
             Column::Softirq => (fmt_pct_or_dash(si_pct(t)), Style::new()),
             Column::NetRx => {
@@ -1063,8 +1074,21 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-fn draw_help(f: &mut TermFrame, s: &Sty, area: Rect) {
-    let r = centered(area, 72, KEYS.len() as u16 + 4);
+fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    // The frame's notes on how TRUE% is computed, wrapped below the keys.
+    let notes: Vec<&str> = app
+        .frame
+        .as_ref()
+        .map(|fr| vec![fr.regime_note.as_str(), fr.hidden_note.as_str()])
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect();
+    let note_rows: u16 = notes
+        .iter()
+        .map(|n| (n.chars().count() as u16).div_ceil(68) + 1)
+        .sum();
+    let r = centered(area, 72, KEYS.len() as u16 + 4 + note_rows);
     f.render_widget(Clear, r);
     let mut lines: Vec<Line> = KEYS
         .iter()
@@ -1079,10 +1103,19 @@ fn draw_help(f: &mut TermFrame, s: &Sty, area: Rect) {
         " ! = task loses ≥10% of a CPU to interrupt work run on its time",
         s.dim(),
     )));
+    for n in notes {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(format!(" {n}"), s.dim())));
+    }
     let block = Block::default()
         .borders(Borders::ALL)
         .title(" nettop keys (read-only: nothing is ever killed) ");
-    f.render_widget(Paragraph::new(lines).block(block), r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        r,
+    );
 }
 
 fn draw_picker(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, sel: usize) {

@@ -6,6 +6,7 @@ pub mod run;
 pub mod victim;
 
 use std::io::Write;
+use std::path::PathBuf;
 
 /// Env var that turns every "cannot run here" skip into a failure (CI).
 pub const REQUIRE_ENV: &str = "NETTOP_REQUIRE_BPF";
@@ -38,4 +39,11 @@ pub fn report(text: &str) {
 pub fn is_root() -> bool {
     // SAFETY: geteuid(2) takes no arguments, cannot fail, touches no memory.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// The calibration cache every test's nettop uses (via `NETTOP_CACHE_DIR`),
+/// never the real /var/cache/nettop. Shared by all test binaries of one
+/// target directory, so one calibration serves them all.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nettop-cache")
 }

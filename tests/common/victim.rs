@@ -14,6 +14,7 @@
 
 use std::hint::black_box;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,13 @@ pub struct Options {
     /// ~99 % of its CPU against a nice-0 CPU hog, so the oracle measures
     /// interrupt loss, not another task's share, on a busy machine.
     pub nice: Option<i32>,
+    /// Pure-IPI load: a second thread pinned to this CPU interrupts the
+    /// spinner with expedited membarriers (one `call_function_single` IPI
+    /// each, no softirq), one every `ipi_period_ns`, starting `ipi_after_ms`
+    /// into the run.
+    pub ipi_cpu: Option<usize>,
+    pub ipi_period_ns: u64,
+    pub ipi_after_ms: u64,
 }
 
 impl Default for Options {
@@ -47,6 +55,9 @@ impl Default for Options {
             bucket_ms: 100,
             gap_threshold_ns: 2_000,
             nice: None,
+            ipi_cpu: None,
+            ipi_period_ns: 20_000,
+            ipi_after_ms: 0,
         }
     }
 }
@@ -70,6 +81,9 @@ impl Options {
                 "bucket_ms" => o.bucket_ms = n.max(1),
                 "gap_ns" => o.gap_threshold_ns = n,
                 "nice" => o.nice = Some(-(n as i32)),
+                "ipi_cpu" => o.ipi_cpu = Some(n as usize),
+                "ipi_period_ns" => o.ipi_period_ns = n.max(1),
+                "ipi_after_ms" => o.ipi_after_ms = n,
                 _ => return Err(format!("unknown victim option '{k}'")),
             }
         }
@@ -90,6 +104,9 @@ pub struct Bucket {
     /// one uninterrupted chunk.
     pub gaps: u64,
     pub gap_ns: u64,
+    /// Thread ID of the spinning thread (its row in nettop's thread list).
+    #[serde(default)]
+    pub tid: u32,
 }
 
 impl Bucket {
@@ -151,15 +168,74 @@ fn chunk(mut x: u64) -> u64 {
     black_box(x)
 }
 
+fn membarrier(cmd: libc::c_int) -> io::Result<()> {
+    // SAFETY: membarrier(2) takes two integers and a CPU id, no memory.
+    if unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// MEMBARRIER_CMD_PRIVATE_EXPEDITED and its registration (uapi/linux/membarrier.h).
+const MB_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MB_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+/// The pure-IPI sender (see [`Options::ipi_cpu`]): paced by spinning on the
+/// clock, since a sleep would be far coarser than the period.
+fn send_ipis(opts: &Options, cpu: usize, stop: &AtomicBool) -> io::Result<u64> {
+    pin_to_cpu(cpu)?;
+    // The spinner's raised priority is inherited: drop it, so the sender
+    // shares its CPU fairly (nettop itself runs there).
+    set_nice(0)?;
+    let start = Instant::now();
+    while start.elapsed().as_millis() < u128::from(opts.ipi_after_ms) {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let period = std::time::Duration::from_nanos(opts.ipi_period_ns);
+    let mut next = Instant::now();
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        membarrier(MB_PRIVATE_EXPEDITED)?;
+        n += 1;
+        next += period;
+        while Instant::now() < next {
+            std::hint::spin_loop();
+        }
+    }
+    Ok(n)
+}
+
 /// Spins until `max_ms`, calling `emit` after every bucket; stops early when
 /// `emit` returns false.
-pub fn run(opts: &Options, mut emit: impl FnMut(&Bucket) -> bool) -> io::Result<()> {
+pub fn run(opts: &Options, emit: impl FnMut(&Bucket) -> bool) -> io::Result<()> {
     if let Some(cpu) = opts.cpu {
         pin_to_cpu(cpu)?;
     }
     if let Some(nice) = opts.nice {
         set_nice(nice)?;
     }
+    let Some(ipi_cpu) = opts.ipi_cpu else {
+        return spin(opts, emit);
+    };
+    membarrier(MB_REGISTER_PRIVATE_EXPEDITED)?;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let sender = s.spawn(|| send_ipis(opts, ipi_cpu, &stop));
+        let r = spin(opts, emit);
+        stop.store(true, Ordering::Relaxed);
+        let sent = sender
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("IPI sender panicked")));
+        r.and(sent.map(|_| ()))
+    })
+}
+
+fn spin(opts: &Options, mut emit: impl FnMut(&Bucket) -> bool) -> io::Result<()> {
+    // SAFETY: gettid(2) has no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() } as u32;
     let start = Instant::now();
     let max_ns = opts.max_ms.saturating_mul(1_000_000);
     let bucket_ns = opts.bucket_ms.saturating_mul(1_000_000);
@@ -172,6 +248,7 @@ pub fn run(opts: &Options, mut emit: impl FnMut(&Bucket) -> bool) -> io::Result<
         chunks: 0,
         gaps: 0,
         gap_ns: 0,
+        tid,
     };
     // Shortest chunk seen: the cost of one uninterrupted chunk + clock read.
     let mut min_dt = u64::MAX;
@@ -211,6 +288,7 @@ pub fn total<'a>(buckets: impl IntoIterator<Item = &'a Bucket>) -> Bucket {
         chunks: 0,
         gaps: 0,
         gap_ns: 0,
+        tid: 0,
     };
     for b in buckets {
         t.end_unix_us = t.end_unix_us.max(b.end_unix_us);
@@ -218,6 +296,9 @@ pub fn total<'a>(buckets: impl IntoIterator<Item = &'a Bucket>) -> Bucket {
         t.chunks += b.chunks;
         t.gaps += b.gaps;
         t.gap_ns += b.gap_ns;
+        if b.tid != 0 {
+            t.tid = b.tid;
+        }
     }
     t
 }

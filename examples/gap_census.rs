@@ -1,0 +1,125 @@
+//! Gap census: what interrupts a spinning thread, and what each
+//! interruption costs beyond its traced time. The instrument behind
+//! `nettop --calibrate`, usable under any load (root; loads nettop's BPF
+//! collector), e.g. to check that an RPS interruption (IPI + NET_RX in its
+//! tail) costs about what a pure IPI costs untraced.
+//!
+//! ```text
+//! gap_census [--cpu N] [--ipi-from CPU] [--period-us N] [--ms N] [--windows N]
+//! ```
+//! Without `--ipi-from` nothing is induced: the census shows whatever load
+//! already hits CPU N.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use nettop::calibrate::{census, spin};
+use nettop::collector::bpf::{BpfCollector, BpfOptions};
+
+struct Args {
+    cpu: u32,
+    ipi_from: Option<u32>,
+    period: Duration,
+    window: Duration,
+    windows: u32,
+}
+
+fn parse() -> Result<Args> {
+    let mut a = Args {
+        cpu: 1,
+        ipi_from: None,
+        period: Duration::from_micros(50),
+        window: Duration::from_millis(75),
+        windows: 4,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let v: u64 = it
+            .next()
+            .ok_or_else(|| anyhow!("{flag} needs a value"))?
+            .parse()
+            .with_context(|| format!("{flag}: not a number"))?;
+        match flag.as_str() {
+            "--cpu" => a.cpu = u32::try_from(v)?,
+            "--ipi-from" => a.ipi_from = Some(u32::try_from(v)?),
+            "--period-us" => a.period = Duration::from_micros(v),
+            "--ms" => a.window = Duration::from_millis(v),
+            "--windows" => a.windows = u32::try_from(v)?,
+            _ => return Err(anyhow!("unknown flag {flag}")),
+        }
+    }
+    Ok(a)
+}
+
+fn run() -> Result<()> {
+    let a = parse()?;
+    let bpf = BpfCollector::open(&BpfOptions::default())?;
+    if a.ipi_from.is_some() {
+        spin::register_ipi_sender()?;
+    }
+    let probe = bpf.probe(a.cpu);
+    let stop = AtomicBool::new(false);
+    let stop = &stop;
+    let windows = std::thread::scope(|s| -> Result<Vec<spin::Window>> {
+        let sender = a.ipi_from.map(|from| {
+            s.spawn(move || -> Result<u64> {
+                spin::pin_to_cpu(from)?;
+                spin::send_ipis(stop, a.period)
+            })
+        });
+        let spinner = s.spawn(|| -> Result<Vec<spin::Window>> {
+            spin::pin_to_cpu(a.cpu)?;
+            Ok((0..a.windows)
+                .map(|_| spin::spin_window(&probe, a.cpu, a.window))
+                .collect())
+        });
+        let w = spinner.join().map_err(|_| anyhow!("spinner panicked"));
+        stop.store(true, Ordering::Relaxed);
+        if let Some(h) = sender {
+            let n = h.join().map_err(|_| anyhow!("sender panicked"))??;
+            println!("IPIs sent: {n}");
+        }
+        w?
+    })?;
+    let wall: u64 = windows.iter().map(|w| w.wall_ns).sum();
+    let c = census::census(windows.iter().flat_map(|w| w.gaps.iter()));
+    println!(
+        "CPU {}: {} ms spun, {} gaps, {} with nothing traced ({:.2} % of the time), {} compound, {} context switches",
+        a.cpu,
+        wall / 1_000_000,
+        c.gaps,
+        c.untraced_gaps,
+        100.0 * c.untraced_ns as f64 / wall.max(1) as f64,
+        c.compound_gaps,
+        windows.iter().map(|w| w.ctx_switches).sum::<u64>()
+    );
+    println!("class    samples outliers  traced ns  hidden ns  median ns  spread ns   per s");
+    for (name, e) in census::CLASSES.iter().zip(&c.single) {
+        if e.samples == 0 {
+            continue;
+        }
+        println!(
+            "{name:<8} {:>7} {:>8} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>7.0}",
+            e.samples,
+            e.outliers,
+            e.traced_ns,
+            e.hidden_ns,
+            e.median_ns,
+            e.spread_ns,
+            (e.samples + e.outliers) as f64 * 1e9 / wall.max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gap_census: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

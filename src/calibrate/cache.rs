@@ -1,0 +1,140 @@
+//! The calibration cache: one JSON file per host, valid for one kernel, CPU
+//! model, hypervisor, boot and nettop build. Calibrating costs a few hundred
+//! milliseconds of CPU; doing it once per boot rather than at every start
+//! keeps nettop's start-up light.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::model::hidden::{Calibration, CalibrationKey};
+use crate::model::raw::HostInfo;
+use crate::sysroot::Sysroot;
+
+/// Overrides the cache directory (tests must never write the real one).
+pub const DIR_ENV: &str = "NETTOP_CACHE_DIR";
+pub const DEFAULT_DIR: &str = "/var/cache/nettop";
+const FILE: &str = "calibration.json";
+
+/// `--cache-dir`, else `$NETTOP_CACHE_DIR`, else /var/cache/nettop.
+pub fn dir(flag: Option<&Path>) -> PathBuf {
+    if let Some(d) = flag {
+        return d.to_path_buf();
+    }
+    match std::env::var_os(DIR_ENV) {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from(DEFAULT_DIR),
+    }
+}
+
+pub fn file(dir: &Path) -> PathBuf {
+    dir.join(FILE)
+}
+
+fn cpuinfo_field(text: &str, field: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == field).then(|| v.trim().to_string())
+    })
+}
+
+/// Names the hypervisor as far as sysfs tells: Xen's /sys/hypervisor, else
+/// the DMI vendor and product, else the CPU's "hypervisor" flag alone.
+fn hypervisor(root: &Sysroot, cpuinfo: &str) -> String {
+    if let Some(t) = root.read_opt("/sys/hypervisor/type") {
+        return t;
+    }
+    let flags = cpuinfo_field(cpuinfo, "flags").unwrap_or_default();
+    let virt = flags.split_whitespace().any(|f| f == "hypervisor");
+    let dmi: Vec<String> = ["sys_vendor", "product_name"]
+        .iter()
+        .filter_map(|f| root.read_opt(format!("/sys/devices/virtual/dmi/id/{f}")))
+        .filter(|s| !s.is_empty())
+        .collect();
+    match (virt, dmi.is_empty()) {
+        (false, _) => "none".into(),
+        (true, false) => dmi.join(" "),
+        (true, true) => "unidentified (cpu flag)".into(),
+    }
+}
+
+/// What this host's calibration is valid for.
+pub fn key(root: &Sysroot, host: &HostInfo, attach_mode: &str) -> CalibrationKey {
+    let cpuinfo = root.read_opt("/proc/cpuinfo").unwrap_or_default();
+    CalibrationKey {
+        kernel: host.kernel.clone(),
+        kernel_build: root
+            .read_opt("/proc/sys/kernel/version")
+            .unwrap_or_default(),
+        cpu_model: cpuinfo_field(&cpuinfo, "model name").unwrap_or_default(),
+        hypervisor: hypervisor(root, &cpuinfo),
+        boot_id: host.boot_id.clone(),
+        nettop: format!("{} {attach_mode}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+/// The cached calibration if there is one for exactly this key. A missing,
+/// unreadable or stale file is simply no cache.
+pub fn load(dir: &Path, key: &CalibrationKey) -> Option<Calibration> {
+    let path = file(dir);
+    let text = std::fs::read_to_string(&path).ok()?;
+    let mut c: Calibration = serde_json::from_str(&text).ok()?;
+    if &c.key != key {
+        return None;
+    }
+    c.origin = format!("cache {}", path.display());
+    Some(c)
+}
+
+/// Writes the calibration atomically (a reader never sees half a file).
+pub fn store(dir: &Path, c: &Calibration) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = file(dir);
+    let tmp = dir.join(format!(".{FILE}.{}", std::process::id()));
+    let text = serde_json::to_string_pretty(c).context("encoding the calibration")?;
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_keys_are_no_cache() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let k = CalibrationKey {
+            kernel: "6.18".into(),
+            boot_id: "a".into(),
+            ..Default::default()
+        };
+        let c = Calibration {
+            key: k.clone(),
+            cpu: 1,
+            ..Default::default()
+        };
+        assert!(load(d.path(), &k).is_none(), "empty dir");
+        let p = store(d.path(), &c).expect("store");
+        let got = load(d.path(), &k).expect("same key loads");
+        assert_eq!(got.cpu, 1);
+        assert_eq!(got.origin, format!("cache {}", p.display()));
+        let other = CalibrationKey {
+            boot_id: "b".into(),
+            ..k
+        };
+        assert!(load(d.path(), &other).is_none(), "another boot");
+        std::fs::write(file(d.path()), "{not json").expect("write");
+        assert!(load(d.path(), &other).is_none(), "corrupt file");
+    }
+
+    #[test]
+    fn flag_wins_over_environment() {
+        assert_eq!(dir(Some(Path::new("/x"))), PathBuf::from("/x"));
+    }
+}

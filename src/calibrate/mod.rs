@@ -1,0 +1,435 @@
+//! Measures this host's hidden interrupt cost per interruption class (see
+//! [`crate::model::hidden`] for how it is used).
+//!
+//! A thread pinned to one CPU spins on the clock and records every gap in
+//! its own execution ([`spin`]), while a second thread on another CPU sends
+//! it IPIs with expedited membarriers (the `call_function_single` vector RPS
+//! uses too) and the local timer ticks as usual. nettop's own BPF collector
+//! traces the same interruptions into a probe the spinner reads after each
+//! gap, so every gap carries exactly what was traced inside it. Gaps holding
+//! one interruption of a class give that class's hidden cost (gap − traced);
+//! gaps with nothing traced (the hypervisor's own work) are kept apart
+//! ([`census`]). Device interrupts cannot be induced: they, and vectors
+//! without enough samples, take the IPI's cost (same entry, exit and APIC
+//! path; only the handler differs, and that is traced).
+//!
+//! Bounded: ~0.3 s of spinning plus the sender's share, once per boot
+//! ([`cache`]), on CPUs chosen by [`placement`].
+
+pub mod cache;
+pub mod census;
+pub mod placement;
+pub mod spin;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::collector::bpf::{BpfCollector, BpfOptions};
+use crate::model::hidden::{Basis, Calibration, CalibrationKey, ClassCost};
+use crate::model::raw::{HostInfo, Regime};
+use crate::sysroot::Sysroot;
+
+use self::census::Census;
+use self::placement::Placement;
+use self::spin::Window;
+
+/// How long and how hard to measure.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Spinner windows; several short ones rather than one long one, so a
+    /// burst of unrelated load spoils one window, not the whole table.
+    pub windows: u32,
+    pub window: Duration,
+    /// Pause between two IPIs from the sender (~15,000 IPIs/s here: the
+    /// sleep itself takes longer than asked).
+    pub ipi_period: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            windows: 6,
+            window: Duration::from_millis(50),
+            ipi_period: Duration::from_micros(50),
+        }
+    }
+}
+
+/// Fewer clean single-IPI gaps than this: the CPU was too busy to tell.
+const MIN_IPI_SAMPLES: u64 = 200;
+/// Fewer clean single-tick gaps than this: the timer takes the IPI's cost.
+const MIN_TIMER_SAMPLES: u64 = 10;
+
+fn thread_cputime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; the clock id always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Runs the spinner and the sender and returns the spinner's windows with
+/// the CPU time both used.
+fn run_windows(
+    bpf: &BpfCollector,
+    place: &Placement,
+    opts: &Options,
+) -> Result<(Vec<Window>, u64)> {
+    spin::register_ipi_sender()?;
+    let probe = bpf.probe(place.spinner);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| -> Result<(Vec<Window>, u64)> {
+        let sender = s.spawn(|| -> Result<u64> {
+            let c0 = thread_cputime_ns();
+            spin::pin_to_cpu(place.sender)
+                .with_context(|| format!("pinning the IPI sender to CPU {}", place.sender))?;
+            spin::send_ipis(&stop, opts.ipi_period)?;
+            Ok(thread_cputime_ns().saturating_sub(c0))
+        });
+        let spinner = s.spawn(|| -> Result<(Vec<Window>, u64)> {
+            let c0 = thread_cputime_ns();
+            spin::pin_to_cpu(place.spinner)
+                .with_context(|| format!("pinning the spinner to CPU {}", place.spinner))?;
+            let w = (0..opts.windows)
+                .map(|_| spin::spin_window(&probe, place.spinner, opts.window))
+                .collect();
+            Ok((w, thread_cputime_ns().saturating_sub(c0)))
+        });
+        let spun = spinner
+            .join()
+            .map_err(|_| anyhow!("the calibration spinner panicked"));
+        stop.store(true, Ordering::Relaxed);
+        let sent = sender
+            .join()
+            .map_err(|_| anyhow!("the IPI sender panicked"))?;
+        let (windows, spin_ns) = spun??;
+        Ok((windows, spin_ns + sent?))
+    })
+}
+
+/// Per-window estimates need this many samples in every window to be used.
+const MIN_WINDOW_SAMPLES: u64 = 50;
+
+/// A class's cost: pooled samples for the traced time and the spread; for
+/// the hidden cost, the median of the windows' own estimates when every
+/// window has enough samples. A burst of unrelated load that hits one window
+/// (the hypervisor busy elsewhere, another task's cache damage) then moves
+/// that window's estimate, not the table.
+fn class_cost(pooled: &census::Estimate, per_window: &[&census::Estimate]) -> ClassCost {
+    let hidden =
+        if !per_window.is_empty() && per_window.iter().all(|e| e.samples >= MIN_WINDOW_SAMPLES) {
+            let mut v: Vec<f64> = per_window.iter().map(|e| e.hidden_ns).collect();
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        } else {
+            pooled.hidden_ns
+        };
+    ClassCost {
+        basis: Basis::Measured,
+        samples: pooled.samples,
+        traced_ns: pooled.traced_ns,
+        hidden_ns: hidden.max(0.0),
+        spread_ns: pooled.spread_ns,
+    }
+}
+
+/// Builds the table from the windows' gaps (pure; see the module docs).
+pub fn table(
+    windows: &[Window],
+    key: CalibrationKey,
+    regime: Regime,
+    place: &Placement,
+) -> Result<Calibration> {
+    let c: Census = census::census(windows.iter().flat_map(|w| w.gaps.iter()));
+    let each: Vec<Census> = windows.iter().map(|w| census::census(&w.gaps)).collect();
+    let of_class =
+        |k: usize| -> Vec<&census::Estimate> { each.iter().map(|e| &e.single[k]).collect() };
+    let ipi = &c.single[2];
+    if ipi.samples < MIN_IPI_SAMPLES {
+        bail!(
+            "only {} clean IPI gaps on CPU {} (need {MIN_IPI_SAMPLES}): the CPU was too busy \
+             ({} context switches); try again when it is quieter",
+            ipi.samples,
+            place.spinner,
+            windows.iter().map(|w| w.ctx_switches).sum::<u64>()
+        );
+    }
+    let ipi_cost = class_cost(ipi, &of_class(2));
+    let same_as_ipi = ClassCost {
+        basis: Basis::SameAsIpi,
+        samples: 0,
+        traced_ns: 0.0,
+        ..ipi_cost.clone()
+    };
+    let timer = if c.single[1].samples >= MIN_TIMER_SAMPLES {
+        class_cost(&c.single[1], &of_class(1))
+    } else {
+        same_as_ipi.clone()
+    };
+    let wall_ns: u64 = windows.iter().map(|w| w.wall_ns).sum();
+    let wall_s = wall_ns as f64 / 1e9;
+    // Under IRQ_TIME_ACCOUNTING the spinner's runtime lacks what the kernel
+    // clocked as irq time; what is left of its gaps beyond the untraced
+    // ones is the hidden cost still charged to it.
+    let runtime_share = if regime == Regime::IrqTimeAccounting {
+        let lost: u64 = windows
+            .iter()
+            .flat_map(|w| w.gaps.iter())
+            .map(|g| g.len_ns)
+            .sum();
+        let own = wall_ns.saturating_sub(lost) as f64;
+        let cputime: u64 = windows.iter().map(|w| w.cputime_ns).sum();
+        let hidden_total: f64 = windows
+            .iter()
+            .flat_map(|w| w.gaps.iter())
+            .filter(|g| g.interruptions() > 0)
+            .map(|g| g.len_ns as f64 - g.traced_ns as f64)
+            .sum();
+        let charged = cputime as f64 - own - c.untraced_ns as f64;
+        if hidden_total > 0.0 {
+            (charged / hidden_total).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    } else {
+        1.0
+    };
+    Ok(Calibration {
+        key,
+        measured_unix_ms: now_unix_ms(),
+        origin: "measured".into(),
+        cpu: place.spinner,
+        sender_cpu: place.sender,
+        cost_cpu_ms: 0.0,
+        wall_ms: 0.0,
+        device: same_as_ipi.clone(),
+        timer,
+        ipi: ipi_cost,
+        other: same_as_ipi,
+        runtime_share,
+        untraced_gaps_per_s: if wall_s > 0.0 {
+            c.untraced_gaps as f64 / wall_s
+        } else {
+            0.0
+        },
+        untraced_pct: if wall_ns > 0 {
+            100.0 * c.untraced_ns as f64 / wall_ns as f64
+        } else {
+            0.0
+        },
+        gaps: c.gaps,
+        ctx_switches: windows.iter().map(|w| w.ctx_switches).sum(),
+    })
+}
+
+/// Measures now, on CPUs chosen on this host.
+pub fn measure(
+    bpf: &BpfCollector,
+    root: &Sysroot,
+    key: CalibrationKey,
+    regime: Regime,
+    opts: &Options,
+) -> Result<Calibration> {
+    let t0 = Instant::now();
+    let place = placement::choose(root)?;
+    let (windows, cpu_ns) = run_windows(bpf, &place, opts)?;
+    let mut c = table(&windows, key, regime, &place)?;
+    c.cost_cpu_ms = cpu_ns as f64 / 1e6;
+    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok(c)
+}
+
+/// The host's calibration: from the cache when it matches this host and
+/// boot, else measured now and cached. A cache that cannot be written is
+/// said in `origin`, not an error: the measurement is still good.
+pub fn cached_or_measure(
+    bpf: &BpfCollector,
+    root: &Sysroot,
+    dir: &Path,
+    host: &HostInfo,
+) -> Result<Calibration> {
+    let key = cache::key(root, host, bpf.mode().name());
+    if let Some(c) = cache::load(dir, &key) {
+        return Ok(c);
+    }
+    let mut c = measure(bpf, root, key, host.regime, &Options::default())?;
+    c.origin = match cache::store(dir, &c) {
+        Ok(p) => format!("measured at start, cached in {}", p.display()),
+        Err(e) => format!("measured at start, not cached: {e:#}"),
+    };
+    Ok(c)
+}
+
+/// `nettop --calibrate`: measure again, replace the cache, print the table.
+pub fn run_cli(cli: &crate::cli::Cli) -> Result<u8> {
+    let root = Sysroot::new(&cli.sysroot);
+    if !root.is_live() {
+        bail!(
+            "--calibrate measures the running machine; it cannot use --sysroot {}",
+            root.root().display()
+        );
+    }
+    if cli.no_bpf {
+        bail!("--calibrate needs the BPF collector: it compares gaps with traced time");
+    }
+    let host = crate::collector::host::detect(&root);
+    let tasks = crate::collector::procfs::read_tasks(&root, &[]).context("listing threads")?;
+    let ksoftirqd = crate::collector::procfs::find_ksoftirqd(&tasks)
+        .into_iter()
+        .collect();
+    let bpf = BpfCollector::open(&BpfOptions {
+        ksoftirqd,
+        ..Default::default()
+    })?;
+    let key = cache::key(&root, &host, bpf.mode().name());
+    let mut c = measure(&bpf, &root, key, host.regime, &Options::default())?;
+    let dir = cache::dir(cli.cache_dir.as_deref());
+    let stored = cache::store(&dir, &c);
+    c.origin = match &stored {
+        Ok(p) => format!("measured, cached in {}", p.display()),
+        Err(e) => format!("measured, not cached: {e:#}"),
+    };
+    let out = if cli.json {
+        serde_json::to_string(&c).context("encoding the calibration")? + "\n"
+    } else {
+        crate::output::calibration::render_table(&c)
+    };
+    print!("{out}");
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spin::Gap;
+    use super::*;
+
+    fn place() -> Placement {
+        Placement {
+            spinner: 1,
+            sender: 0,
+            excluded: Default::default(),
+        }
+    }
+
+    /// One 100 ms window: `ipis` IPI gaps of 3.5 µs (0.5 traced), `ticks`
+    /// timer gaps of 20 µs (15 traced), 10 hypervisor gaps of 10 µs.
+    fn window(ipis: u64, ticks: u64, cputime_ns: u64) -> Window {
+        let mut gaps = Vec::new();
+        let g = |len, traced, intr| Gap {
+            at_ns: 0,
+            len_ns: len,
+            traced_ns: traced,
+            intr,
+            softirqs: 0,
+        };
+        gaps.extend((0..ipis).map(|_| g(3_500, 500, [0, 0, 1, 0])));
+        gaps.extend((0..ticks).map(|_| g(20_000, 15_000, [0, 1, 0, 0])));
+        gaps.extend((0..10).map(|_| g(10_000, 0, [0; 4])));
+        Window {
+            cpu: 1,
+            wall_ns: 100_000_000,
+            step_ns: 30,
+            gaps,
+            outside_gaps: 0,
+            cputime_ns,
+            ctx_switches: 0,
+        }
+    }
+
+    #[test]
+    fn table_from_gaps() {
+        let w = vec![window(300, 25, 100_000_000)];
+        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        assert_eq!((c.cpu, c.sender_cpu), (1, 0));
+        assert_eq!((c.ipi.basis, c.ipi.samples), (Basis::Measured, 300));
+        assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
+        assert!((c.ipi.traced_ns - 500.0).abs() < 1e-9);
+        assert_eq!(c.timer.basis, Basis::Measured);
+        assert!((c.timer.hidden_ns - 5_000.0).abs() < 1e-9);
+        // Devices cannot be induced: the IPI's cost, and said so.
+        assert_eq!(c.device.basis, Basis::SameAsIpi);
+        assert!((c.device.hidden_ns - 3_000.0).abs() < 1e-9);
+        assert_eq!(c.runtime_share, 1.0);
+        assert!((c.untraced_gaps_per_s - 100.0).abs() < 1e-9);
+        assert!((c.untraced_pct - 0.1).abs() < 1e-9);
+
+        // Too few ticks: the timer takes the IPI's cost.
+        let c = table(
+            &[window(300, 5, 0)],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+        )
+        .expect("table");
+        assert_eq!(c.timer.basis, Basis::SameAsIpi);
+        assert!((c.timer.hidden_ns - 3_000.0).abs() < 1e-9);
+    }
+
+    /// One window of five hit by a burst (its IPIs 1 µs dearer): the median
+    /// of the windows' estimates ignores it; the pooled mean would move by
+    /// a fifth of it.
+    #[test]
+    fn a_disturbed_window_does_not_move_the_table() {
+        let mut w: Vec<Window> = (0..5).map(|_| window(300, 25, 0)).collect();
+        for (k, win) in w.iter_mut().enumerate() {
+            let extra = if k == 4 { 1_000 } else { 0 };
+            for (i, g) in win.gaps.iter_mut().filter(|g| g.intr[2] == 1).enumerate() {
+                // 3050..3950 ns around a 3500 ns mean: 3 µs hidden.
+                g.len_ns = 3_050 + (i as u64 % 10) * 100 + extra;
+            }
+        }
+        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        assert!(
+            (c.ipi.hidden_ns - 3_000.0).abs() < 1e-9,
+            "{}",
+            c.ipi.hidden_ns
+        );
+        assert_eq!(c.ipi.samples, 1_500);
+    }
+
+    #[test]
+    fn too_few_ipis_is_an_error() {
+        let e = table(
+            &[window(50, 25, 0)],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+        )
+        .expect_err("50 IPIs");
+        assert!(format!("{e:#}").contains("only 50 clean IPI gaps"));
+    }
+
+    /// IRQ_TIME_ACCOUNTING: the spinner was charged 100 ms − lost + what of
+    /// its gaps the kernel did not clock as irq time. Gaps: 300 × 3.5 µs +
+    /// 25 × 20 µs + 10 × 10 µs = 1.65 ms; hidden 300 × 3 + 25 × 5 = 1.025 ms.
+    /// Charged 98.35 ms own + 0.1 ms untraced + 0.5 × 1.025 ms: share 0.5.
+    #[test]
+    fn runtime_share_under_irq_time_accounting() {
+        let cputime = 98_350_000 + 100_000 + 512_500;
+        let c = table(
+            &[window(300, 25, cputime)],
+            CalibrationKey::default(),
+            Regime::IrqTimeAccounting,
+            &place(),
+        )
+        .expect("table");
+        assert!((c.runtime_share - 0.5).abs() < 1e-9, "{}", c.runtime_share);
+    }
+}

@@ -1,0 +1,216 @@
+//! The instruments of the calibration: a pinned thread that spins on the
+//! clock and records every gap in its own execution, and a sender that makes
+//! interruptions of a known kind arrive on the spinner's CPU.
+//!
+//! A gap is time the spinner did not run between two clock reads: with
+//! nothing else runnable on its CPU, that is an interruption, from the first
+//! instruction of the entry code to the return to user space, VM exits
+//! included. BPF traces only the part between the tracepoints; the spinner
+//! reads the collector's per-CPU counters itself right before and after its
+//! window, so the two cover the same interruptions.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::collector::bpf::{Probe, ProbeCounts};
+
+/// A clock-read step longer than the loop's own step by more than this is
+/// an interruption. No interrupt entry and exit costs less than ~1 µs even on
+/// bare metal; the loop's own jitter stays well below this.
+pub const GAP_THRESHOLD_NS: u64 = 300;
+
+/// One gap in the spinner's execution and what BPF traced inside it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gap {
+    /// Start of the gap, ns since the start of its window.
+    pub at_ns: u64,
+    /// Length beyond one loop step.
+    pub len_ns: u64,
+    /// Traced hardirq + softirq time inside it.
+    pub traced_ns: u64,
+    /// Outermost hardirqs inside it by class: device, timer, IPI, other.
+    pub intr: [u64; 4],
+    pub softirqs: u64,
+}
+
+impl Gap {
+    pub fn interruptions(&self) -> u64 {
+        self.intr.iter().sum()
+    }
+}
+
+/// What the spinner saw in one window.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    pub cpu: u32,
+    /// Length of the window.
+    pub wall_ns: u64,
+    /// Shortest loop step (one clock read), measured before the window.
+    pub step_ns: u64,
+    pub gaps: Vec<Gap>,
+    /// Interruptions the probe counted in the window but in no gap (too
+    /// short to cross the threshold, or after the last clock read): the
+    /// census is complete when this is 0.
+    pub outside_gaps: u64,
+    /// The spinner's own CPU time over the window (CLOCK_THREAD_CPUTIME_ID).
+    pub cputime_ns: u64,
+    /// Context switches of the spinner in the window: another task ran in
+    /// some gap.
+    pub ctx_switches: u64,
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
+    let cpu = cpu as usize;
+    if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cpu {cpu} out of range"),
+        ));
+    }
+    // SAFETY: cpu_set_t is a plain bit array for which all-zero is a valid
+    // (empty) value; CPU_SET writes inside it (index checked above), and
+    // sched_setaffinity reads exactly size_of bytes of it.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn thread_cputime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; the clock id always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn thread_ctx_switches() -> u64 {
+    // SAFETY: rusage is plain data for which all-zero is valid; getrusage
+    // writes one struct into it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid, writable rusage pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_nvcsw as u64).wrapping_add(ru.ru_nivcsw as u64)
+}
+
+/// Shortest step of the clock-read loop over `dur`.
+fn measure_step(dur: Duration) -> u64 {
+    let start = Instant::now();
+    let mut last = 0u64;
+    let mut min = u64::MAX;
+    let end = dur.as_nanos() as u64;
+    loop {
+        let now = start.elapsed().as_nanos() as u64;
+        let dt = now - last;
+        last = now;
+        min = min.min(dt.max(1));
+        if now >= end {
+            return min;
+        }
+    }
+}
+
+fn delta(a: &ProbeCounts, b: &ProbeCounts) -> Gap {
+    let mut g = Gap {
+        traced_ns: b.traced_ns.wrapping_sub(a.traced_ns),
+        softirqs: b.softirq_runs.wrapping_sub(a.softirq_runs),
+        ..Default::default()
+    };
+    for (d, (x, y)) in g.intr.iter_mut().zip(a.intr.iter().zip(&b.intr)) {
+        *d = y.wrapping_sub(*x);
+    }
+    g
+}
+
+/// Spins on the calling thread for `dur`; the thread must be pinned to the
+/// CPU `probe` watches. After every gap the probe is read, so each gap
+/// carries exactly the traced time and interruptions that happened in it.
+pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
+    let step = measure_step(Duration::from_millis(2));
+    let mut gaps: Vec<Gap> = Vec::with_capacity(1 << 14);
+    let csw0 = thread_ctx_switches();
+    let cpu0 = thread_cputime_ns();
+    let mut seen = probe.read();
+    let start = Instant::now();
+    let end = dur.as_nanos() as u64;
+    let limit = step + GAP_THRESHOLD_NS;
+    let mut last = 0u64;
+    let wall = loop {
+        let now = start.elapsed().as_nanos() as u64;
+        let dt = now - last;
+        last = now;
+        if dt > limit {
+            let p = probe.read();
+            let mut g = delta(&seen, &p);
+            seen = p;
+            g.at_ns = now - dt;
+            g.len_ns = dt - step;
+            gaps.push(g);
+        }
+        if now >= end {
+            break now;
+        }
+    };
+    let rest = delta(&seen, &probe.read());
+    let cpu1 = thread_cputime_ns();
+    let csw1 = thread_ctx_switches();
+    Window {
+        cpu,
+        wall_ns: wall,
+        step_ns: step,
+        gaps,
+        outside_gaps: rest.interruptions(),
+        cputime_ns: cpu1.saturating_sub(cpu0),
+        ctx_switches: csw1.saturating_sub(csw0),
+    }
+}
+
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> io::Result<()> {
+    // SAFETY: membarrier(2) takes two integers and a CPU id, no memory.
+    let rc = unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Lets this process use expedited private membarriers (process-wide, once).
+pub fn register_ipi_sender() -> Result<()> {
+    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+        .context("membarrier(REGISTER_PRIVATE_EXPEDITED) failed (CONFIG_MEMBARRIER?)")
+}
+
+/// Sends IPIs until `stop`, one every `period`, from the calling (pinned)
+/// thread. An expedited private membarrier interrupts every other CPU that
+/// runs one of this process's threads right now: with the spinner the only
+/// other running thread, that is one `call_function_single` IPI to the
+/// spinner's CPU, the vector RPS uses. Returns the number of calls.
+pub fn send_ipis(stop: &AtomicBool, period: Duration) -> Result<u64> {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) with an integer argument: makes this
+    // thread's sleeps end on time (1 ns slack) rather than up to 50 µs late.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).context("membarrier(PRIVATE_EXPEDITED)")?;
+        n += 1;
+        std::thread::sleep(period);
+    }
+    if n == 0 {
+        bail!("the IPI sender never ran");
+    }
+    Ok(n)
+}

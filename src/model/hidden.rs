@@ -1,0 +1,271 @@
+//! The interrupt cost tracepoints cannot see, and how a task is charged for it.
+//!
+//! Every interruption costs more than its traced handler: the entry code
+//! before the first tracepoint, the exit code after the last one, APIC
+//! accesses and, in a VM, the exits to the hypervisor. On the 2-vCPU
+//! development VM that is ~3 µs per interruption, more than the handler of a
+//! pure IPI itself. The cost is a property of the machine, not of the load,
+//! so nettop measures it once per host and boot (`crate::calibrate`) per
+//! interruption class and charges each task its interruptions by class ×
+//! that cost: `HIDDEN~%`. It is an estimate (the `~`): the cost drifts with
+//! the hypervisor's own load, and the spread says by how much it varied.
+
+use serde::{Deserialize, Serialize};
+
+use super::raw::{IrqAcct, Regime};
+
+/// How a class's cost was obtained.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// From gaps holding exactly one interruption of this class.
+    Measured,
+    /// Not inducible (device interrupts, rare vectors) or too few clean
+    /// samples: the IPI's cost, since entry, exit and APIC/VM-exit work are
+    /// the same path for every vector; only the handler (traced) differs.
+    #[default]
+    SameAsIpi,
+}
+
+/// Calibrated cost of one interruption class.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ClassCost {
+    pub basis: Basis,
+    /// Interruptions the estimate rests on (0 unless measured).
+    pub samples: u64,
+    /// Mean traced handler time per interruption (measured classes only).
+    pub traced_ns: f64,
+    /// Mean untraced time per interruption: what HIDDEN~ charges.
+    pub hidden_ns: f64,
+    /// Half the interquartile range of the per-interruption hidden time.
+    pub spread_ns: f64,
+}
+
+/// What a calibration is valid for: a different kernel, CPU, hypervisor,
+/// boot or nettop (its own BPF programs are part of the hidden cost) means
+/// measuring again.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct CalibrationKey {
+    /// `uname -r` and `uname -v`.
+    pub kernel: String,
+    pub kernel_build: String,
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// "none", or what identifies the hypervisor (sysfs/DMI vendor).
+    pub hypervisor: String,
+    pub boot_id: String,
+    /// nettop version and BPF attach mode ("0.1.0 tp_btf").
+    pub nettop: String,
+}
+
+/// The calibration table: hidden cost per interruption class on this host.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Calibration {
+    pub key: CalibrationKey,
+    /// When it was measured, ms since the epoch.
+    pub measured_unix_ms: u64,
+    /// Where this copy came from: "measured" (this run), "cache FILE".
+    /// Recordings keep the value of the run that recorded.
+    #[serde(default)]
+    pub origin: String,
+    /// CPU the spinner ran on, CPU the IPIs came from.
+    pub cpu: u32,
+    pub sender_cpu: u32,
+    /// CPU time the calibration itself used (spinner + sender), and its
+    /// wall-clock length.
+    pub cost_cpu_ms: f64,
+    pub wall_ms: f64,
+    pub device: ClassCost,
+    pub timer: ClassCost,
+    pub ipi: ClassCost,
+    pub other: ClassCost,
+    /// Part of the hidden cost the kernel leaves in the interrupted task's
+    /// runtime: 1 with tick-based accounting (runtime includes everything);
+    /// measured under IRQ_TIME_ACCOUNTING, where the kernel takes out the
+    /// irq time it sees between irq entry and exit but not the rest.
+    pub runtime_share: f64,
+    /// Gaps the spinner saw with no interruption traced in them (the
+    /// hypervisor's own work, SMIs): per second and total share of the CPU.
+    /// Every task pays these alike, idle or not: they are no interrupt's
+    /// cost and stay out of HIDDEN~.
+    pub untraced_gaps_per_s: f64,
+    pub untraced_pct: f64,
+    /// Gaps and context switches seen, for the record.
+    pub gaps: u64,
+    pub ctx_switches: u64,
+}
+
+/// Interruptions by class in an account: device, timer, IPI, other.
+pub fn class_counts(a: &IrqAcct) -> [u64; 4] {
+    let other = a
+        .sysvec_count
+        .saturating_sub(a.timer_count)
+        .saturating_sub(a.ipi_count);
+    [a.hardirq_count, a.timer_count, a.ipi_count, other]
+}
+
+impl Calibration {
+    pub fn classes(&self) -> [(&'static str, &ClassCost); 4] {
+        [
+            ("device", &self.device),
+            ("timer", &self.timer),
+            ("ipi", &self.ipi),
+            ("other", &self.other),
+        ]
+    }
+
+    /// Untraced cost of the interruptions counted in `a`, ns.
+    pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
+        class_counts(a)
+            .iter()
+            .zip(self.classes())
+            .map(|(&n, (_, c))| n as f64 * c.hidden_ns.max(0.0))
+            .sum()
+    }
+
+    /// The part of [`Self::hidden_ns`] the kernel left in the task's runtime.
+    pub fn hidden_in_runtime_ns(&self, a: &IrqAcct, regime: Regime) -> f64 {
+        let share = if regime == Regime::IrqTimeAccounting {
+            self.runtime_share.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        self.hidden_ns(a) * share
+    }
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1000.0)
+}
+
+/// A spread keeps two significant decimals: ±0.02 µs is not ±0.0.
+fn spread(ns: f64) -> String {
+    format!("±{:.2} µs", ns / 1000.0)
+}
+
+fn age(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..120 => format!("{s} s"),
+        120..7200 => format!("{} min", s / 60),
+        7200..172_800 => format!("{} h", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    }
+}
+
+/// One line for the front ends: where the calibration came from and how
+/// wide its spread is, or why there is none. `now_ms` is the frame's time.
+pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
+    let Some(c) = cal else {
+        let why = if missing.is_empty() {
+            "no calibration in this data".to_string()
+        } else {
+            missing.to_string()
+        };
+        return format!(
+            "HIDDEN~ not calibrated ({why}): TRUE% leaves out the untraced entry/exit cost of \
+             each interruption; run nettop --calibrate"
+        );
+    };
+    let when = if now_ms >= c.measured_unix_ms {
+        format!("{} before this frame", age(now_ms - c.measured_unix_ms))
+    } else {
+        "after this frame".to_string()
+    };
+    let origin = if c.origin.is_empty() {
+        "recorded"
+    } else {
+        &c.origin
+    };
+    let timer = match c.timer.basis {
+        Basis::Measured => format!(
+            "timer {} {}",
+            us(c.timer.hidden_ns),
+            spread(c.timer.spread_ns)
+        ),
+        Basis::SameAsIpi => "timer = IPI".into(),
+    };
+    format!(
+        "HIDDEN~ = interruptions × untraced cost each, calibrated on CPU {} {when} ({origin}): \
+         IPI {} {} (traced {}), {timer}, device/other = IPI",
+        c.cpu,
+        us(c.ipi.hidden_ns),
+        spread(c.ipi.spread_ns),
+        us(c.ipi.traced_ns),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal() -> Calibration {
+        Calibration {
+            timer: ClassCost {
+                basis: Basis::Measured,
+                hidden_ns: 10_000.0,
+                ..Default::default()
+            },
+            ipi: ClassCost {
+                basis: Basis::Measured,
+                hidden_ns: 3_000.0,
+                ..Default::default()
+            },
+            device: ClassCost {
+                hidden_ns: 3_000.0,
+                ..Default::default()
+            },
+            other: ClassCost {
+                hidden_ns: 3_000.0,
+                ..Default::default()
+            },
+            runtime_share: 0.25,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counts_by_class() {
+        let a = IrqAcct {
+            hardirq_count: 2,
+            sysvec_count: 10,
+            timer_count: 3,
+            ipi_count: 5,
+            ..Default::default()
+        };
+        assert_eq!(class_counts(&a), [2, 3, 5, 2]);
+        // 2 device + 5 IPI + 2 other at 3 µs, 3 timers at 10 µs.
+        assert_eq!(cal().hidden_ns(&a), 9.0 * 3_000.0 + 30_000.0);
+        assert_eq!(
+            cal().hidden_in_runtime_ns(&a, Regime::IrqTimeAccounting),
+            (9.0 * 3_000.0 + 30_000.0) * 0.25
+        );
+        assert_eq!(
+            cal().hidden_in_runtime_ns(&a, Regime::TickBased),
+            9.0 * 3_000.0 + 30_000.0
+        );
+    }
+
+    #[test]
+    fn inconsistent_counts_never_go_negative() {
+        let a = IrqAcct {
+            sysvec_count: 1,
+            timer_count: 5,
+            ipi_count: 5,
+            ..Default::default()
+        };
+        assert_eq!(class_counts(&a), [0, 5, 5, 0]);
+    }
+
+    #[test]
+    fn notes_say_where_it_came_from() {
+        let mut c = cal();
+        c.origin = "cache /x".into();
+        c.measured_unix_ms = 1_000;
+        let n = note(Some(&c), "", 3_601_000);
+        assert!(n.contains("60 min before this frame (cache /x)"), "{n}");
+        assert!(n.contains("IPI 3.0 µs"), "{n}");
+        let n = note(None, "every CPU is isolated", 0);
+        assert!(n.contains("not calibrated (every CPU is isolated)"), "{n}");
+    }
+}

@@ -1,0 +1,72 @@
+//! The table `nettop --calibrate` prints. Pure.
+
+use std::fmt::Write;
+
+use super::text::format_utc;
+use crate::model::hidden::{Basis, Calibration};
+
+fn ns(x: f64) -> String {
+    format!("{x:.0}")
+}
+
+/// The calibration as a text table, ending in a newline.
+pub fn render_table(c: &Calibration) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Hidden interrupt cost, measured {} on CPU {} (IPIs from CPU {}): {:.0} ms of CPU, {:.0} ms wall",
+        format_utc(c.measured_unix_ms),
+        c.cpu,
+        c.sender_cpu,
+        c.cost_cpu_ms,
+        c.wall_ms
+    );
+    let _ = writeln!(
+        out,
+        "Host: {} · {} · hypervisor {} · nettop {}",
+        c.key.kernel, c.key.cpu_model, c.key.hypervisor, c.key.nettop
+    );
+    let _ = writeln!(
+        out,
+        "\n{:<8} {:>8} {:>10} {:>10} {:>10}  basis",
+        "kind", "samples", "traced ns", "hidden ns", "spread ns"
+    );
+    for (name, k) in c.classes() {
+        let (samples, traced, basis) = match k.basis {
+            Basis::Measured => (
+                k.samples.to_string(),
+                ns(k.traced_ns),
+                "measured: gaps holding exactly one",
+            ),
+            Basis::SameAsIpi => ("-".into(), "-".into(), "same as ipi (not inducible)"),
+        };
+        let _ = writeln!(
+            out,
+            "{name:<8} {samples:>8} {traced:>10} {:>10} {:>10}  {basis}",
+            ns(k.hidden_ns),
+            ns(k.spread_ns)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nspread = half the interquartile range of the per-interruption hidden time."
+    );
+    let _ = writeln!(
+        out,
+        "Share of the hidden cost left in the task's runtime: {:.2}{}",
+        c.runtime_share,
+        if c.runtime_share >= 1.0 {
+            " (tick-based accounting: all of it)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Gaps without any traced interruption (the hypervisor's own work): {:.0}/s, {:.2}% of the CPU; \
+         not charged to anyone. {} gaps, {} context switches in the spinner.",
+        c.untraced_gaps_per_s, c.untraced_pct, c.gaps, c.ctx_switches
+    );
+    let _ = writeln!(out, "Origin: {}", c.origin);
+    out
+}
