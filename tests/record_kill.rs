@@ -118,7 +118,7 @@ fn sigkill_midway_under_netns_traffic_keeps_what_was_written() {
     assert!(
         samples
             .iter()
-            .any(|s| s.tasks.iter().chain(&s.procs).any(|t| t.comm == "iperf3"))
+            .any(|s| s.procs.iter().chain(&s.tasks).any(|t| t.comm == "iperf3"))
     );
 
     // Replay what was saved through the real binary.
