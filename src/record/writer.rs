@@ -60,14 +60,17 @@ impl Writer {
     }
 
     /// Bytes the end record written by [`Writer::finish`] can take at most,
-    /// so a size limit can keep room for it.
+    /// so a size limit can keep room for it: the record with the longest
+    /// field values, plus slack because a zstd frame of a shorter input is
+    /// not guaranteed to be shorter.
     pub fn end_record_bound(&self) -> anyhow::Result<u64> {
+        const SLACK: u64 = 16;
         let end = End {
             samples: u64::MAX,
             reason: "duration".into(),
         };
         let json = serde_json::to_vec(&end).context("encoding end record")?;
-        Ok(self.encode(format::TYPE_END, u64::MAX, &json)?.len() as u64)
+        Ok(self.encode(format::TYPE_END, u64::MAX, &json)?.len() as u64 + SLACK)
     }
 
     pub fn path(&self) -> &Path {
