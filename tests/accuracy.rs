@@ -228,7 +228,12 @@ impl From<&str> for Fail {
 /// Runs nettop with `args` (and the oracle's private calibration cache) to
 /// completion; returns its stdout. Exit 2 naming BPF/BTF/capabilities means
 /// this machine cannot run BPF.
-fn run_nettop(args: &[String], cache: &Path, timeout: Duration) -> Result<String, Fail> {
+fn run_nettop(
+    args: &[String],
+    cache: &Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<String, Fail> {
     let out = tempfile::NamedTempFile::new().map_err(|e| format!("tempfile: {e}"))?;
     let err = tempfile::NamedTempFile::new().map_err(|e| format!("tempfile: {e}"))?;
     let stdout = out.reopen().map_err(|e| format!("tempfile: {e}"))?;
@@ -238,6 +243,7 @@ fn run_nettop(args: &[String], cache: &Path, timeout: Duration) -> Result<String
         Command::new(exe)
             .args(args)
             .env("NETTOP_CACHE_DIR", cache)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
@@ -293,7 +299,7 @@ fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
     let args = ["--calibrate".to_string(), "--json".into()];
     let deadline = Instant::now() + Duration::from_secs(60);
     let text = loop {
-        match run_nettop(&args, cache, Duration::from_secs(30)) {
+        match run_nettop(&args, cache, &[], Duration::from_secs(30)) {
             Err(Fail::Broken(e))
                 if e.contains("busy pinned thread") && Instant::now() < deadline =>
             {
@@ -326,7 +332,7 @@ fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
 }
 
 /// Runs nettop for `FRAMES` frames on `pid` and returns its frames.
-fn frames_of(pid: u32, cache: &Path) -> Result<Vec<Frame>, Fail> {
+fn frames_of(pid: u32, cache: &Path, env: &[(&str, &str)]) -> Result<Vec<Frame>, Fail> {
     let args = [
         "-b".to_string(),
         "--json".into(),
@@ -337,7 +343,7 @@ fn frames_of(pid: u32, cache: &Path) -> Result<Vec<Frame>, Fail> {
         "-n".into(),
         FRAMES.to_string(),
     ];
-    let text = run_nettop(&args, cache, Duration::from_secs(FRAMES as u64 + 30))?;
+    let text = run_nettop(&args, cache, env, Duration::from_secs(FRAMES as u64 + 30))?;
     let mut frames = Vec::new();
     for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
@@ -388,7 +394,13 @@ enum Load<'a> {
     Ipi,
 }
 
-fn run_scenario(mut load: Load<'_>, label: &'static str, cache: &Path) -> Result<Outcome, Fail> {
+/// `env` is given to nettop: the /proc-path run sets NETTOP_NO_TASK_SAMPLER.
+fn run_scenario(
+    mut load: Load<'_>,
+    label: &'static str,
+    cache: &Path,
+    env: &[(&str, &str)],
+) -> Result<Outcome, Fail> {
     let extra = match &mut load {
         Load::Rps(pair, mask) => {
             pair.set_rps(mask)?;
@@ -408,12 +420,23 @@ fn run_scenario(mut load: Load<'_>, label: &'static str, cache: &Path) -> Result
         pair.start_iperf3(TRAFFIC_SECS, TRAFFIC_CPU)?;
     }
     sleep(RAMP);
-    let frames = frames_of(pid, cache);
+    let frames = frames_of(pid, cache, env);
     if let Load::Rps(pair, _) = &mut load {
         pair.stop_children();
     }
     let buckets = victim.stop();
     let frames = frames?;
+    // The path under test is the one nettop used.
+    let want = if env.is_empty() { "iter/task" } else { "/proc" };
+    if let Some(f) = frames
+        .iter()
+        .find(|f| !f.health.task_source.starts_with(want))
+    {
+        return Err(Fail::Broken(format!(
+            "{label}: tasks came from {:?}, not {want}",
+            f.health.task_source
+        )));
+    }
 
     let cal = victim::total(
         buckets
@@ -728,13 +751,22 @@ fn nettop_sees_stolen_time() {
             return;
         }
     };
-    let scenarios: [(&'static str, &'static str, Check); 2] = [
-        ("steered: RPS on", "2", check_steered),
-        ("control: RPS off", "0", check_control),
+    // The task sampler (default) and the /proc path must both hold.
+    const PROC_PATH: &[(&str, &str)] = &[("NETTOP_NO_TASK_SAMPLER", "1")];
+    type Scenario = (
+        &'static str,
+        &'static str,
+        Check,
+        &'static [(&'static str, &'static str)],
+    );
+    let scenarios: [Scenario; 3] = [
+        ("steered: RPS on", "2", check_steered, &[]),
+        ("control: RPS off", "0", check_control, &[]),
+        ("steered, tasks from /proc", "2", check_steered, PROC_PATH),
     ];
-    for (label, mask, check) in scenarios {
+    for (label, mask, check, env) in scenarios {
         let ok = attempt(TEST, label, check, || {
-            run_scenario(Load::Rps(&mut pair, mask), label, cache.path())
+            run_scenario(Load::Rps(&mut pair, mask), label, cache.path(), env)
         });
         if ok.is_none() {
             return;
@@ -761,6 +793,6 @@ fn nettop_sees_pure_ipi_cost() {
     }
     let label = "pure IPIs from CPU 0";
     attempt(TEST, label, check_ipi, || {
-        run_scenario(Load::Ipi, label, cache.path())
+        run_scenario(Load::Ipi, label, cache.path(), &[])
     });
 }
