@@ -23,6 +23,7 @@ work (NET_RX above all) the kernel ran in its context and charged to it. Interac
 -b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity.",
     group(ArgGroup::new("counted").args(["batch", "record"]).multiple(true)),
     group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "sysroot"]).multiple(true)),
+    group(ArgGroup::new("prints_json").args(["batch", "calibrate"]).multiple(true)),
 )]
 pub struct Cli {
     /// Batch mode: print text frames like `top -b` instead of the TUI.
@@ -54,8 +55,9 @@ pub struct Cli {
     #[arg(short = 'H', long = "threads", conflicts_with = "pinning_check")]
     pub threads: bool,
 
-    /// Print one JSON object per frame (batch mode).
-    #[arg(long = "json", requires = "batch",
+    /// Print one JSON object per frame (batch mode), or the calibration
+    /// table as JSON (--calibrate).
+    #[arg(long = "json", requires = "prints_json",
           conflicts_with_all = ["record", "serve", "pinning_check", "export"])]
     pub json: bool,
 

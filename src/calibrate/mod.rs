@@ -64,13 +64,7 @@ const MIN_IPI_SAMPLES: u64 = 200;
 const MIN_TIMER_SAMPLES: u64 = 10;
 
 fn thread_cputime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec; the clock id always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    crate::collector::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 fn now_unix_ms() -> u64 {

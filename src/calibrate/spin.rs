@@ -85,16 +85,6 @@ pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
     Ok(())
 }
 
-fn thread_cputime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec; the clock id always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn thread_ctx_switches() -> u64 {
     // SAFETY: rusage is plain data for which all-zero is valid; getrusage
     // writes one struct into it.
@@ -140,7 +130,7 @@ pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
     let step = measure_step(Duration::from_millis(2));
     let mut gaps: Vec<Gap> = Vec::with_capacity(1 << 14);
     let csw0 = thread_ctx_switches();
-    let cpu0 = thread_cputime_ns();
+    let cpu0 = super::thread_cputime_ns();
     let mut seen = probe.read();
     let start = Instant::now();
     let end = dur.as_nanos() as u64;
@@ -163,7 +153,7 @@ pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
         }
     };
     let rest = delta(&seen, &probe.read());
-    let cpu1 = thread_cputime_ns();
+    let cpu1 = super::thread_cputime_ns();
     let csw1 = thread_ctx_switches();
     Window {
         cpu,

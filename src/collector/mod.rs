@@ -175,7 +175,7 @@ impl Collector {
             devices,
             note: devices_note,
         } = netdev::read_devices(root);
-        let mono_ns = monotonic_ns();
+        let mono_ns = clock_ns(libc::CLOCK_MONOTONIC);
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -320,12 +320,15 @@ fn check_pids_exist(root: &Sysroot, pids: &[u32]) -> Result<()> {
     Ok(())
 }
 
-fn monotonic_ns() -> u64 {
+/// Reads a clock in nanoseconds (CLOCK_MONOTONIC for sample times, a
+/// thread's CPU clock for what calibrating costs).
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: ts is a valid, writable timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: ts is a valid, writable timespec; callers pass clocks that
+    // always exist (a failing call leaves ts at zero).
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
