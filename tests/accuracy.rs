@@ -333,9 +333,11 @@ fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
 
 /// Runs nettop for `FRAMES` frames on `pid` and returns its frames.
 fn frames_of(pid: u32, cache: &Path, env: &[(&str, &str)]) -> Result<Vec<Frame>, Fail> {
+    // -H: the victim's spinning thread is judged on its own row.
     let args = [
         "-b".to_string(),
         "--json".into(),
+        "-H".into(),
         "-p".into(),
         pid.to_string(),
         "-d".into(),
