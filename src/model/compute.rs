@@ -114,6 +114,7 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         sysvec_count: d(p.sysvec_count, c.sysvec_count),
         timer_count: d(p.timer_count, c.timer_count),
         ipi_count: d(p.ipi_count, c.ipi_count),
+        softirq_stolen_count: d(p.softirq_stolen_count, c.softirq_stolen_count),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {
@@ -134,6 +135,9 @@ fn irq_add(a: &mut IrqAcct, b: &IrqAcct) {
     a.sysvec_count = a.sysvec_count.saturating_add(b.sysvec_count);
     a.timer_count = a.timer_count.saturating_add(b.timer_count);
     a.ipi_count = a.ipi_count.saturating_add(b.ipi_count);
+    a.softirq_stolen_count = a
+        .softirq_stolen_count
+        .saturating_add(b.softirq_stolen_count);
     for ctx in 0..SOFTIRQ_CTX {
         for v in 0..NR_SOFTIRQS {
             a.softirq_ns[ctx][v] = a.softirq_ns[ctx][v].saturating_add(b.softirq_ns[ctx][v]);

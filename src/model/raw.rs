@@ -55,6 +55,10 @@ pub struct IrqAcct {
     pub timer_count: u64,
     #[serde(default)]
     pub ipi_count: u64,
+    /// Softirq runs in the stolen context (raised by an interrupt, run in
+    /// whoever it interrupted): each has its own untraced entry/exit cost.
+    #[serde(default)]
+    pub softirq_stolen_count: u64,
 }
 
 /// One thread as seen in `/proc/<pid>/task/<tid>/{stat,schedstat,status}`.
