@@ -61,10 +61,10 @@ rps() {
     echo '```'
     load_stop
     echo
-    echo "### Gap census with pure IPIs from CPU 0 (the calibration's own load)"
+    echo "### Gap census with the calibration's own load: pure IPIs and loopback RPS from CPU 0"
     echo
     echo '```text'
-    "$CENSUS" --cpu 1 --ipi-from 0 --windows 4 --ms 250
+    "$CENSUS" --cpu 1 --ipi-from 0 --rps --windows 4 --ms 250
     echo '```'
 }
 

@@ -15,6 +15,9 @@
 use std::ffi::CString;
 use std::io;
 use std::net::UdpSocket;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
@@ -70,7 +73,8 @@ fn loopback_up() -> Result<()> {
 /// The loopback RPS set-up of the calling thread (see the module docs).
 pub struct LoopbackRps {
     tx: UdpSocket,
-    rx: UdpSocket,
+    stop: Arc<AtomicBool>,
+    receiver: Option<std::thread::JoinHandle<()>>,
 }
 
 impl LoopbackRps {
@@ -123,20 +127,48 @@ impl LoopbackRps {
         }
         std::fs::write(path, rps_mask(cpu)).with_context(|| format!("writing {path}"))?;
         let rx = UdpSocket::bind("127.0.0.1:0").context("binding the receiver")?;
-        rx.set_nonblocking(true).context("receiver non-blocking")?;
+        rx.set_read_timeout(Some(Duration::from_millis(20)))
+            .context("receiver timeout")?;
         let tx = UdpSocket::bind("127.0.0.1:0").context("binding the sender")?;
         tx.connect(rx.local_addr().context("receiver address")?)
             .context("connecting to the receiver")?;
-        Ok(LoopbackRps { tx, rx })
+        // A receiver asleep in recv() on the sender's CPU (threads inherit
+        // this thread's namespaces and affinity), as a real server is: each
+        // datagram then also wakes it from the spinner CPU's softirq.
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let receiver = std::thread::Builder::new()
+            .name("nettop-cal-rx".into())
+            .spawn(move || {
+                let mut buf = [0u8; 2048];
+                while !flag.load(Ordering::Relaxed) {
+                    let _ = rx.recv(&mut buf);
+                }
+            })
+            .context("starting the loopback receiver")?;
+        Ok(LoopbackRps {
+            tx,
+            stop,
+            receiver: Some(receiver),
+        })
     }
 
-    /// One datagram: one RPS IPI with a NET_RX softirq on the spinner's CPU.
+    /// One MTU-sized datagram: one RPS IPI with a NET_RX softirq on the
+    /// spinner's CPU, delivering to a sleeping receiver.
     pub fn kick(&self) -> Result<()> {
-        self.tx.send(&[0u8]).context("sending over loopback")?;
-        // Keep the receiver drained so delivery stays the common path.
-        let mut buf = [0u8; 16];
-        while self.rx.recv(&mut buf).is_ok() {}
+        self.tx
+            .send(&[0u8; 1400])
+            .context("sending over loopback")?;
         Ok(())
+    }
+}
+
+impl Drop for LoopbackRps {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.receiver.take() {
+            let _ = h.join();
+        }
     }
 }
 
