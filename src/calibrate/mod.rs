@@ -64,7 +64,8 @@ const MIN_IPI_SAMPLES: u64 = 200;
 /// Fewer clean single-tick gaps than this: the timer takes the IPI's cost.
 const MIN_TIMER_SAMPLES: u64 = 10;
 
-fn thread_cputime_ns() -> u64 {
+/// CPU time of the calling thread, ns.
+pub(crate) fn thread_cputime_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -122,7 +123,7 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
         let (sent, send_ns) = sent?;
         Ok(Measured {
             windows,
-            cpu_ns: spin_ns + send_ns,
+            cpu_ns: spin_ns + send_ns + sent.receiver_cpu_ns,
             sent,
         })
     })

@@ -74,7 +74,7 @@ fn loopback_up() -> Result<()> {
 pub struct LoopbackRps {
     tx: UdpSocket,
     stop: Arc<AtomicBool>,
-    receiver: Option<std::thread::JoinHandle<()>>,
+    receiver: Option<std::thread::JoinHandle<u64>>,
 }
 
 impl LoopbackRps {
@@ -140,10 +140,12 @@ impl LoopbackRps {
         let receiver = std::thread::Builder::new()
             .name("nettop-cal-rx".into())
             .spawn(move || {
+                let c0 = super::thread_cputime_ns();
                 let mut buf = [0u8; 2048];
                 while !flag.load(Ordering::Relaxed) {
                     let _ = rx.recv(&mut buf);
                 }
+                super::thread_cputime_ns().saturating_sub(c0)
             })
             .context("starting the loopback receiver")?;
         Ok(LoopbackRps {
@@ -163,12 +165,25 @@ impl LoopbackRps {
     }
 }
 
+impl LoopbackRps {
+    /// Stops the receiver and returns the CPU time it used, ns (part of
+    /// what the calibration costs).
+    pub fn finish(mut self) -> u64 {
+        self.stop_receiver()
+    }
+
+    fn stop_receiver(&mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.receiver
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or(0)
+    }
+}
+
 impl Drop for LoopbackRps {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.receiver.take() {
-            let _ = h.join();
-        }
+        self.stop_receiver();
     }
 }
 

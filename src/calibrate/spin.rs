@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::thread_cputime_ns;
 use crate::collector::bpf::{Probe, ProbeCounts};
 
 /// A clock-read step longer than the loop's own step by more than this is
@@ -83,16 +84,6 @@ pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-fn thread_cputime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec; the clock id always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn thread_ctx_switches() -> u64 {
@@ -203,6 +194,8 @@ pub struct Sent {
     pub rps: u64,
     /// Why there were no RPS datagrams.
     pub rps_error: Option<String>,
+    /// CPU time of the loopback receiver thread, ns.
+    pub receiver_cpu_ns: u64,
 }
 
 /// Sends IPIs until `stop`, from the calling (pinned) thread, pausing
@@ -236,6 +229,9 @@ pub fn send_ipis(stop: &AtomicBool, period: Duration, rps_to: Option<u32>) -> Re
             sent.rps += 1;
             std::thread::sleep(period);
         }
+    }
+    if let Some(r) = rps {
+        sent.receiver_cpu_ns = r.finish();
     }
     if sent.ipis == 0 {
         bail!("the IPI sender never ran");
