@@ -42,9 +42,9 @@ table() {
     for i in $(seq "$ROUNDS"); do
         "$NETTOP" --calibrate --json --cache-dir "$CACHE" | jq -r --arg i "$i" '
             . as $c
-            | ["ipi", "timer"][] as $k
+            | ["ipi", "timer", "softirq"][] as $k
             | $c[$k] as $x
-            | "| \($i) | \($c.cpu) | \($k)\(if $x.basis == "same_as_ipi" then " (= ipi)" else "" end) | \($x.samples) | \($x.traced_ns | floor) | \($x.hidden_ns | floor) | \($x.spread_ns | floor) | \($c.untraced_gaps_per_s | floor) | \($c.cost_cpu_ms | floor) | \($c.wall_ms | floor) |"'
+            | "| \($i) | \($c.cpu) | \($k)\(if $x.basis == "same_as_ipi" then " (= ipi)" elif $x.basis == "not_measured" then " (not measured)" else "" end) | \($x.samples) | \($x.traced_ns | floor) | \($x.hidden_ns | floor) | \($x.spread_ns | floor) | \($c.untraced_gaps_per_s | floor) | \($c.cost_cpu_ms | floor) | \($c.wall_ms | floor) |"'
         sleep 1
     done
     echo
@@ -61,10 +61,10 @@ rps() {
     echo '```'
     load_stop
     echo
-    echo "### Gap census with pure IPIs from CPU 0 (the calibration's own load)"
+    echo "### Gap census with the calibration's own load: pure IPIs and loopback RPS from CPU 0"
     echo
     echo '```text'
-    "$CENSUS" --cpu 1 --ipi-from 0 --windows 4 --ms 250
+    "$CENSUS" --cpu 1 --ipi-from 0 --rps --windows 4 --ms 250
     echo '```'
 }
 

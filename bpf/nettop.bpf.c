@@ -684,6 +684,8 @@ static __always_inline int on_softirq_exit(__u32 vec)
 
 	cs->acct.softirq_ns[ctx][vec] += d;
 	cs->acct.softirq_count[vec]++;
+	if (ctx == NT_CTX_STOLEN)
+		cs->acct.softirq_stolen_count++;
 	if (vec == NT_NET_RX) {
 		cs->net_rx_actions++;
 		cs->net_rx_ns += d;
@@ -698,6 +700,8 @@ static __always_inline int on_softirq_exit(__u32 vec)
 	}
 	s->val.acct.softirq_ns[ctx][vec] += d;
 	s->val.acct.softirq_count[vec]++;
+	if (ctx == NT_CTX_STOLEN)
+		s->val.acct.softirq_stolen_count++;
 	release_slot(s);
 	return 0;
 }

@@ -38,6 +38,9 @@ struct nt_acct {
 	 * irq_work). What is left is "other"; device is hardirq_count. */
 	__u64 timer_count;
 	__u64 ipi_count;
+	/* Of the softirq runs: those in NT_CTX_STOLEN (each has an untraced
+	 * entry/exit cost the task pays for someone else). */
+	__u64 softirq_stolen_count;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process

@@ -5,10 +5,11 @@
 //! tail) costs about what a pure IPI costs untraced.
 //!
 //! ```text
-//! gap_census [--cpu N] [--ipi-from CPU] [--period-us N] [--ms N] [--windows N]
+//! gap_census [--cpu N] [--ipi-from CPU [--rps]] [--period-us N] [--ms N] [--windows N]
 //! ```
 //! Without `--ipi-from` nothing is induced: the census shows whatever load
-//! already hits CPU N.
+//! already hits CPU N. `--rps` alternates the IPIs with loopback RPS
+//! datagrams (IPI + NET_RX), as the calibration does.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,7 @@ use nettop::collector::bpf::{BpfCollector, BpfOptions};
 struct Args {
     cpu: u32,
     ipi_from: Option<u32>,
+    rps: bool,
     period: Duration,
     window: Duration,
     windows: u32,
@@ -30,12 +32,17 @@ fn parse() -> Result<Args> {
     let mut a = Args {
         cpu: 1,
         ipi_from: None,
+        rps: false,
         period: Duration::from_micros(50),
         window: Duration::from_millis(75),
         windows: 4,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--rps" {
+            a.rps = true;
+            continue;
+        }
         let v: u64 = it
             .next()
             .ok_or_else(|| anyhow!("{flag} needs a value"))?
@@ -64,9 +71,9 @@ fn run() -> Result<()> {
     let stop = &stop;
     let windows = std::thread::scope(|s| -> Result<Vec<spin::Window>> {
         let sender = a.ipi_from.map(|from| {
-            s.spawn(move || -> Result<u64> {
+            s.spawn(move || -> Result<spin::Sent> {
                 spin::pin_to_cpu(from)?;
-                spin::send_ipis(stop, a.period)
+                spin::send_ipis(stop, a.period, a.rps.then_some(a.cpu))
             })
         });
         let spinner = s.spawn(|| -> Result<Vec<spin::Window>> {
@@ -79,7 +86,12 @@ fn run() -> Result<()> {
         stop.store(true, Ordering::Relaxed);
         if let Some(h) = sender {
             let n = h.join().map_err(|_| anyhow!("sender panicked"))??;
-            println!("IPIs sent: {n}");
+            println!(
+                "sent: {} membarrier IPIs, {} loopback RPS datagrams{}",
+                n.ipis,
+                n.rps,
+                n.rps_error.map(|e| format!(" ({e})")).unwrap_or_default()
+            );
         }
         w?
     })?;
@@ -96,7 +108,17 @@ fn run() -> Result<()> {
         windows.iter().map(|w| w.ctx_switches).sum::<u64>()
     );
     println!("class    samples outliers  traced ns  hidden ns  median ns  spread ns   per s");
-    for (name, e) in census::CLASSES.iter().zip(&c.single) {
+    let rows = census::CLASSES
+        .iter()
+        .map(|n| n.to_string())
+        .zip(&c.single)
+        .chain(
+            census::CLASSES
+                .iter()
+                .map(|n| format!("{n}+si"))
+                .zip(&c.with_softirq),
+        );
+    for (name, e) in rows {
         if e.samples == 0 {
             continue;
         }

@@ -324,7 +324,7 @@ fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
     })?;
     common::report(&format!(
         "calibration  CPU {} (IPIs from {}): ipi hidden {:.0} ns ±{:.0} (traced {:.0}, {} samples); \
-         timer {:?} hidden {:.0} ns ±{:.0} ({} samples); {:.0} ms CPU; {}\n",
+         timer {:?} hidden {:.0} ns ±{:.0} ({} samples); softirq {:?} +{:.0} ns ±{:.0}; {:.0} ms CPU; {}\n",
         c.cpu,
         c.sender_cpu,
         c.ipi.hidden_ns,
@@ -335,6 +335,9 @@ fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
         c.timer.hidden_ns,
         c.timer.spread_ns,
         c.timer.samples,
+        c.softirq.basis,
+        c.softirq.hidden_ns,
+        c.softirq.spread_ns,
         c.cost_cpu_ms,
         c.origin
     ));

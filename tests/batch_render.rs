@@ -54,6 +54,7 @@ fn calibration() -> Calibration {
         timer: c(Basis::Measured, 70, 5_100.0, 4_200.0, 400.0),
         ipi: c(Basis::Measured, 4_000, 300.0, 2_600.0, 20.0),
         other: c(Basis::SameAsIpi, 0, 0.0, 2_600.0, 20.0),
+        softirq: c(Basis::Measured, 2_000, 2_100.0, 450.0, 30.0),
         runtime_share: 1.0,
         ..Default::default()
     }
@@ -82,6 +83,8 @@ impl Irq {
             // Most system vectors in these fixtures are RPS IPIs.
             ipi_count: self.sv_n * 3 / 4,
             timer_count: self.sv_n / 8,
+            // NET_RX here is all raised by interrupts: stolen runs.
+            softirq_stolen_count: self.rx_n,
             ..Default::default()
         };
         a.softirq_ns[CTX_STOLEN][NET_RX] = self.rx_stolen_ms * MS;

@@ -111,6 +111,10 @@ fn softirq_raised_by_the_task_itself_is_inline() {
     let me = r.tasks.get(&gettid()).expect("charged");
     assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 500);
     assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 0);
+    assert_eq!(
+        me.acct.softirq_stolen_count, 0,
+        "its own softirq is not stolen"
+    );
     assert_eq!(me.acct.softirq_ns[CTX_KSOFTIRQD][NET_RX], 0);
 }
 
@@ -266,6 +270,8 @@ fn interruptions_are_classed_and_probed() {
     assert_eq!(me.acct.hardirq_count, 2);
     assert_eq!(me.acct.sysvec_count, 6);
     assert_eq!((me.acct.timer_count, me.acct.ipi_count), (1, 4));
+    assert_eq!(me.acct.softirq_stolen_count, 1, "the IPI's NET_RX");
     let cpu = &r.cpus[0];
     assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 4));
+    assert_eq!(cpu.acct.softirq_stolen_count, 1);
 }

@@ -741,6 +741,7 @@ mod totality {
                     sysvec_count: b,
                     timer_count: s[0],
                     ipi_count: s[1],
+                    softirq_stolen_count: s[2],
                 },
             ),
         )

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::thread_cputime_ns;
 use crate::collector::bpf::{Probe, ProbeCounts};
 
 /// A clock-read step longer than the loop's own step by more than this is
@@ -130,7 +131,7 @@ pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
     let step = measure_step(Duration::from_millis(2));
     let mut gaps: Vec<Gap> = Vec::with_capacity(1 << 14);
     let csw0 = thread_ctx_switches();
-    let cpu0 = super::thread_cputime_ns();
+    let cpu0 = thread_cputime_ns();
     let mut seen = probe.read();
     let start = Instant::now();
     let end = dur.as_nanos() as u64;
@@ -153,7 +154,7 @@ pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
         }
     };
     let rest = delta(&seen, &probe.read());
-    let cpu1 = super::thread_cputime_ns();
+    let cpu1 = thread_cputime_ns();
     let csw1 = thread_ctx_switches();
     Window {
         cpu,
@@ -184,23 +185,56 @@ pub fn register_ipi_sender() -> Result<()> {
         .context("membarrier(REGISTER_PRIVATE_EXPEDITED) failed (CONFIG_MEMBARRIER?)")
 }
 
-/// Sends IPIs until `stop`, one every `period`, from the calling (pinned)
-/// thread. An expedited private membarrier interrupts every other CPU that
-/// runs one of this process's threads right now: with the spinner the only
-/// other running thread, that is one `call_function_single` IPI to the
-/// spinner's CPU, the vector RPS uses. Returns the number of calls.
-pub fn send_ipis(stop: &AtomicBool, period: Duration) -> Result<u64> {
+/// What the sender did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Pure IPIs (membarriers).
+    pub ipis: u64,
+    /// Loopback RPS datagrams (IPI + NET_RX each), when set up.
+    pub rps: u64,
+    /// Why there were no RPS datagrams.
+    pub rps_error: Option<String>,
+    /// CPU time of the loopback receiver thread, ns.
+    pub receiver_cpu_ns: u64,
+}
+
+/// Sends IPIs until `stop`, from the calling (pinned) thread, pausing
+/// `period` after each. An expedited private membarrier interrupts every
+/// other CPU that runs one of this process's threads right now: with the
+/// spinner the only other running thread, that is one
+/// `call_function_single` IPI to the spinner's CPU, the vector RPS uses.
+/// With `rps_to`, every other IPI is a loopback RPS datagram instead, which
+/// reaches that CPU as the same IPI with a NET_RX softirq in its tail
+/// ([`super::rps`]); if that cannot be set up, only membarriers are sent and
+/// the reason is returned.
+pub fn send_ipis(stop: &AtomicBool, period: Duration, rps_to: Option<u32>) -> Result<Sent> {
     // SAFETY: prctl(PR_SET_TIMERSLACK) with an integer argument: makes this
     // thread's sleeps end on time (1 ns slack) rather than up to 50 µs late.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    let mut n = 0u64;
+    let mut sent = Sent::default();
+    let rps = match rps_to.map(super::rps::LoopbackRps::new) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            sent.rps_error = Some(format!("{e:#}"));
+            None
+        }
+        None => None,
+    };
     while !stop.load(Ordering::Relaxed) {
         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).context("membarrier(PRIVATE_EXPEDITED)")?;
-        n += 1;
+        sent.ipis += 1;
         std::thread::sleep(period);
+        if let Some(r) = &rps {
+            r.kick()?;
+            sent.rps += 1;
+            std::thread::sleep(period);
+        }
     }
-    if n == 0 {
+    if let Some(r) = rps {
+        sent.receiver_cpu_ns = r.finish();
+    }
+    if sent.ipis == 0 {
         bail!("the IPI sender never ran");
     }
-    Ok(n)
+    Ok(sent)
 }

@@ -858,6 +858,7 @@ pub(super) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         softirq_count: a.softirq_count,
         timer_count: a.timer_count,
         ipi_count: a.ipi_count,
+        softirq_stolen_count: a.softirq_stolen_count,
     }
 }
 

@@ -132,6 +132,7 @@ fn add_irq(into: &mut Option<IrqAcct>, a: &IrqAcct) {
     t.sysvec_count += a.sysvec_count;
     t.timer_count += a.timer_count;
     t.ipi_count += a.ipi_count;
+    t.softirq_stolen_count += a.softirq_stolen_count;
     for c in 0..t.softirq_ns.len() {
         for v in 0..NR_SOFTIRQS {
             t.softirq_ns[c][v] += a.softirq_ns[c][v];
@@ -230,7 +231,7 @@ pub fn families(
             "nettop_calibration_hidden_seconds",
             Kind::Gauge,
             Some("seconds"),
-            "Untraced cost of one interruption per class (calibrated; basis measured or same_as_ipi)",
+            "Untraced cost of one interruption per class, and of a softirq run in an interrupt's tail (calibrated; basis measured or same_as_ipi)",
         );
         let mut cs = Family::new(
             "nettop_calibration_spread_seconds",
@@ -238,10 +239,11 @@ pub fn families(
             Some("seconds"),
             "Half the interquartile range of the per-interruption untraced cost",
         );
-        for (class, k) in c.classes() {
+        for (class, k) in c.rows() {
             let basis = match k.basis {
                 Basis::Measured => "measured",
                 Basis::SameAsIpi => "same_as_ipi",
+                Basis::NotMeasured => continue,
             };
             ch.push(
                 vec![("class", class.to_string()), ("basis", basis.to_string())],

@@ -114,6 +114,7 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         sysvec_count: d(p.sysvec_count, c.sysvec_count),
         timer_count: d(p.timer_count, c.timer_count),
         ipi_count: d(p.ipi_count, c.ipi_count),
+        softirq_stolen_count: d(p.softirq_stolen_count, c.softirq_stolen_count),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {

@@ -55,6 +55,10 @@ pub struct IrqAcct {
     pub timer_count: u64,
     #[serde(default)]
     pub ipi_count: u64,
+    /// Softirq runs in the stolen context (raised by an interrupt, run in
+    /// whoever it interrupted): each has its own untraced entry/exit cost.
+    #[serde(default)]
+    pub softirq_stolen_count: u64,
 }
 
 impl IrqAcct {
@@ -66,6 +70,9 @@ impl IrqAcct {
         self.sysvec_count = self.sysvec_count.saturating_add(b.sysvec_count);
         self.timer_count = self.timer_count.saturating_add(b.timer_count);
         self.ipi_count = self.ipi_count.saturating_add(b.ipi_count);
+        self.softirq_stolen_count = self
+            .softirq_stolen_count
+            .saturating_add(b.softirq_stolen_count);
         for (a, b) in self.softirq_ns.iter_mut().zip(&b.softirq_ns) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x = x.saturating_add(*y);

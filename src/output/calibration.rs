@@ -31,14 +31,20 @@ pub fn render_table(c: &Calibration) -> String {
         "\n{:<8} {:>8} {:>10} {:>10} {:>10}  basis",
         "kind", "samples", "traced ns", "hidden ns", "spread ns"
     );
-    for (name, k) in c.classes() {
-        let (samples, traced, basis) = match k.basis {
-            Basis::Measured => (
+    for (name, k) in c.rows() {
+        let (samples, traced, basis) = match (name, k.basis) {
+            ("softirq", Basis::Measured) => (
+                k.samples.to_string(),
+                ns(k.traced_ns),
+                "measured: extra of an IPI with one softirq in its tail (loopback RPS)",
+            ),
+            (_, Basis::Measured) => (
                 k.samples.to_string(),
                 ns(k.traced_ns),
                 "measured: gaps holding exactly one",
             ),
-            Basis::SameAsIpi => ("-".into(), "-".into(), "same as ipi (not inducible)"),
+            (_, Basis::SameAsIpi) => ("-".into(), "-".into(), "same as ipi (not inducible)"),
+            (_, Basis::NotMeasured) => ("-".into(), "-".into(), "not measured: charged as 0"),
         };
         let _ = writeln!(
             out,
@@ -67,6 +73,9 @@ pub fn render_table(c: &Calibration) -> String {
          not charged to anyone. {} gaps, {} context switches in the spinner.",
         c.untraced_gaps_per_s, c.untraced_pct, c.gaps, c.ctx_switches
     );
+    for n in &c.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
     let _ = writeln!(out, "Origin: {}", c.origin);
     out
 }

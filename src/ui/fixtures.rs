@@ -273,7 +273,8 @@ pub fn busy_host_at(tick: u64) -> Frame {
         hidden_note:
             "HIDDEN~ = interruptions × untraced cost each, calibrated on CPU 15 3 h before \
                       this frame (cache /var/cache/nettop/calibration.json): IPI 2.6 µs ±0.02 µs \
-                      (traced 0.3 µs), timer 4.2 µs ±0.40 µs, device/other = IPI"
+                      (traced 0.3 µs), timer 4.2 µs ±0.40 µs, device/other = IPI, +0.5 µs ±0.03 µs per softirq in its \
+                      tail"
                 .into(),
         source: Source::Bpf,
         health: HealthView {
