@@ -201,12 +201,12 @@ fn parse_iterations(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `-d` in the one duration syntax: `0.5` (seconds, as top takes it),
+/// `500ms`, `2s`; 0.05 s to 1 h.
 fn parse_delay(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if !(0.05..=3600.0).contains(&v) {
-        return Err(format!("delay {v} s is out of range (0.05 to 3600)"));
+    let d = crate::units::parse_duration("-d", s, std::time::Duration::from_secs(3600))?;
+    if d < std::time::Duration::from_millis(50) {
+        return Err(format!("-d '{s}': at least 50ms"));
     }
-    Ok(v)
+    Ok(d.as_secs_f64())
 }

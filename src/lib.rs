@@ -23,6 +23,7 @@ pub mod sysroot;
 pub mod ticker;
 pub mod topology;
 pub mod ui;
+pub mod units;
 
 use cli::Cli;
 

@@ -363,6 +363,8 @@ fn duration_and_size_parsing() {
     assert_eq!(parse_size("1G").unwrap(), 1 << 30);
     assert_eq!(parse_size("512k").unwrap(), 512 << 10);
     assert_eq!(parse_size("8192").unwrap(), 8192);
+    assert_eq!(parse_size("1GB").unwrap(), 1 << 30);
+    assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
     for bad in ["", "1", "12Q", "M", "-5M", "1K"] {
         assert!(parse_size(bad).is_err(), "{bad}");
     }

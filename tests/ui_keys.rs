@@ -399,11 +399,15 @@ fn goto_times_parse() {
     assert_eq!(parse_goto("-10m", now), Ok(now - 600_000));
     assert_eq!(parse_goto("+1h", now), Ok(now + 3_600_000));
     assert_eq!(parse_goto("+1.5", now), Ok(now + 1_500));
+    assert_eq!(parse_goto("+1h30m", now), Ok(now + 5_400_000));
+    assert_eq!(parse_goto("-500ms", now), Ok(now - 500));
     assert_eq!(
         parse_goto("-99999h", now),
         Ok(now.saturating_sub(99_999 * 3_600_000))
     );
-    for bad in ["", "24:00", "12:60", "1:2:3:4", "+", "+5d", "noon", "-x"] {
+    for bad in [
+        "", "24:00", "12:60", "1:2:3:4", "+", "+5x", "noon", "-x", "+0s",
+    ] {
         assert!(parse_goto(bad, now).is_err(), "{bad} accepted");
     }
 }

@@ -71,88 +71,21 @@ pub struct RecordSummary {
     pub reason: String,
 }
 
-/// Longest `--duration`: about 31 years. Anything longer is a typo, and
-/// `Duration::from_secs_f64` panics on values that do not fit.
-pub const MAX_DURATION_S: f64 = 1e9;
-
-/// `30s`, `10m`, `2h`, `1d`, `1h30m` or plain seconds, up to
-/// [`MAX_DURATION_S`].
-pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
-    let t = s.trim();
-    let bad = || anyhow::anyhow!("--duration '{s}': expected e.g. 30s, 10m, 2h, 1h30m");
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let total = if let Ok(secs) = t.parse::<f64>() {
-        secs
-    } else {
-        let mut total = 0f64;
-        let mut num = String::new();
-        for c in t.chars() {
-            if c.is_ascii_digit() || c == '.' {
-                num.push(c);
-                continue;
-            }
-            let mult = match c {
-                's' => 1.0,
-                'm' => 60.0,
-                'h' => 3600.0,
-                'd' => 86400.0,
-                _ => return Err(bad()),
-            };
-            let v: f64 = num.parse().map_err(|_| bad())?;
-            total += v * mult;
-            num.clear();
-        }
-        if !num.is_empty() {
-            return Err(bad());
-        }
-        total
-    };
-    if !(total > 0.0 && total.is_finite()) {
-        return Err(bad());
-    }
-    if total > MAX_DURATION_S {
-        bail!("--duration '{s}': at most {MAX_DURATION_S:e} seconds (about 31 years)");
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| bad())
-}
+/// Longest `--duration`: about 31 years. Anything longer is a typo.
+pub const MAX_DURATION: Duration = Duration::from_secs(1_000_000_000);
 
 /// Smallest and largest `--max-size`.
 pub const MIN_SIZE: u64 = 4 << 10;
 pub const MAX_SIZE: u64 = 1 << 60;
 
-/// `100M`, `1G`, `512K`, `1.5G` or plain bytes (powers of 1024), from
-/// [`MIN_SIZE`] to [`MAX_SIZE`].
+/// `--duration` in the one duration syntax ([`crate::units`]).
+pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
+    crate::units::parse_duration("--duration", s, MAX_DURATION).map_err(anyhow::Error::msg)
+}
+
+/// `--max-size` in the one size syntax ([`crate::units`]).
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let bad = || anyhow::anyhow!("--max-size '{s}': expected e.g. 100M, 1G, 500K");
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() && !t.eq_ignore_ascii_case("inf") => {
-            let m: u64 = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                'B' => 1,
-                _ => return Err(bad()),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    let bytes = v * mult as f64;
-    if bytes.is_nan() {
-        return Err(bad());
-    }
-    if bytes < MIN_SIZE as f64 {
-        bail!("--max-size '{s}': must be at least 4K");
-    }
-    if bytes > MAX_SIZE as f64 {
-        bail!("--max-size '{s}': must be at most 1024P (2^60 bytes)");
-    }
-    Ok(bytes as u64)
+    crate::units::parse_size("--max-size", s, MIN_SIZE, MAX_SIZE).map_err(anyhow::Error::msg)
 }
 
 /// Creates FILE with its header. Fails on an unwritable or unsafe path,

@@ -1167,33 +1167,23 @@ pub const KEYS: &[(&str, &str)] = &[
     ("q / Ctrl-C", "quit (nettop never kills anything)"),
 ];
 
+/// Farther than any recording reaches; longer offsets are typos.
+const GOTO_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
+
 /// A replay jump target: `HH:MM[:SS]` (UTC, as the header shows times) on
-/// the day of the frame on screen, or an offset from it: `+90s`, `-10m`,
-/// `+1h` (a bare number is seconds). Returns unix milliseconds.
+/// the day of the frame on screen, or an offset from it in the one duration
+/// syntax ([`crate::units`]): `+90s`, `-10m`, `+1h30m` (a bare number is
+/// seconds). Returns unix milliseconds.
 pub fn parse_goto(s: &str, now_unix_ms: u64) -> Result<u64, String> {
     let bad = || format!("'{s}': go to HH:MM[:SS] (UTC) or an offset like +30s, -10m, +1h");
     if s.is_empty() {
         return Err(bad());
     }
-    if let Some(sign @ ('+' | '-')) = s.chars().next() {
-        let body = &s[1..];
-        let (num, unit) = match body.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-            Some((i, _)) => (&body[..i], &body[i..]),
-            None => (body, "s"),
-        };
-        let v: f64 = num.parse().map_err(|_| bad())?;
-        let mult = match unit {
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        let ms = (v * mult * 1000.0).round();
-        if !ms.is_finite() || ms < 0.0 {
-            return Err(bad());
-        }
-        let ms = ms as u64;
-        return Ok(if sign == '+' {
+    if s.starts_with(['+', '-']) {
+        let (fwd, d) = crate::units::parse_offset("T", s, GOTO_MAX)
+            .map_err(|e| format!("{e}; or HH:MM[:SS] (UTC)"))?;
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        return Ok(if fwd {
             now_unix_ms.saturating_add(ms)
         } else {
             now_unix_ms.saturating_sub(ms)

@@ -1,0 +1,152 @@
+//! The one duration syntax and the one size syntax every option and prompt
+//! accepts (`-d`, `--duration`, `--max-size`, the replay `T` prompt, and
+//! anything added later), so a user learns them once.
+//!
+//! Durations are humantime's grammar (`500ms`, `30s`, `10m`, `1h30m`, `7d`)
+//! plus a bare number meaning seconds, as `top -d 0.5` has always taken.
+//! Sizes are parse-size's grammar (`100M`, `1GB`, `512KiB`, `1.5G`, plain
+//! bytes), read as binary: `1G` and `1GB` are both 2^30, as systemd, atop
+//! and the kernel's own "1G" mean it.
+
+use std::time::Duration;
+
+/// Parses a duration: `500ms`, `30s`, `10m`, `1h30m`, `1d`, or plain seconds
+/// (`0.5`). Zero, negative, NaN and values above `max` are refused, each
+/// with a message that says what is accepted. `what` names the option in
+/// the message (`--duration`, `-d`).
+pub fn parse_duration(what: &str, s: &str, max: Duration) -> Result<Duration, String> {
+    let t = s.trim();
+    let bad = || {
+        format!(
+            "{what} '{s}': expected a duration like 500ms, 30s, 10m, 1h30m or 2d (a bare number is seconds)"
+        )
+    };
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let d = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let secs: f64 = t.parse().map_err(|_| bad())?;
+        if secs > max.as_secs_f64() {
+            return Err(too_long(what, s, max));
+        }
+        Duration::try_from_secs_f64(secs).map_err(|_| bad())?
+    } else {
+        humantime::parse_duration(t).map_err(|_| bad())?
+    };
+    if d.is_zero() {
+        return Err(format!("{what} '{s}': must be more than zero"));
+    }
+    if d > max {
+        return Err(too_long(what, s, max));
+    }
+    Ok(d)
+}
+
+fn too_long(what: &str, s: &str, max: Duration) -> String {
+    format!(
+        "{what} '{s}': at most {}",
+        humantime::format_duration(Duration::from_secs(max.as_secs()))
+    )
+}
+
+/// A signed offset for jumping in a recording: `+30s`, `-10m`, `+1h30m`
+/// (no sign means forward). Returns (forward?, magnitude).
+pub fn parse_offset(what: &str, s: &str, max: Duration) -> Result<(bool, Duration), String> {
+    let t = s.trim();
+    let (fwd, body) = match t.as_bytes().first() {
+        Some(b'+') => (true, &t[1..]),
+        Some(b'-') => (false, &t[1..]),
+        _ => (true, t),
+    };
+    parse_duration(what, body, max).map(|d| (fwd, d))
+}
+
+/// Parses a size: `100M`, `1GB`, `512KiB`, `1.5G` or plain bytes, within
+/// `min..=max`. Units are binary.
+pub fn parse_size(what: &str, s: &str, min: u64, max: u64) -> Result<u64, String> {
+    let bad = || format!("{what} '{s}': expected a size like 100M, 1GB, 512KiB or plain bytes");
+    let cfg = parse_size::Config::new().with_binary();
+    let v = match cfg.parse_size(s.trim()) {
+        Ok(v) => v,
+        Err(parse_size::Error::PosOverflow) => u64::MAX,
+        Err(_) => return Err(bad()),
+    };
+    if v < min {
+        return Err(format!(
+            "{what} '{s}': must be at least {}",
+            human_bytes(min)
+        ));
+    }
+    if v > max {
+        return Err(format!(
+            "{what} '{s}': must be at most {}",
+            human_bytes(max)
+        ));
+    }
+    Ok(v)
+}
+
+/// Bytes in the largest binary unit that divides them, for messages.
+pub fn human_bytes(v: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut x = v;
+    let mut i = 0;
+    while x >= 1024 && x % 1024 == 0 && i + 1 < UNITS.len() {
+        x /= 1024;
+        i += 1;
+    }
+    format!("{x} {}", UNITS[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(86_400);
+
+    #[test]
+    fn durations() {
+        let p = |s| parse_duration("-d", s, DAY);
+        assert_eq!(p("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(p("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(p("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(p("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(p("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(p("1d"), Ok(DAY));
+        for bad in ["", "0", "0s", "-1", "abc", "1x", "nan", "inf", "1e3", "2d"] {
+            assert!(p(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(
+            p("2d").unwrap_err().contains("at most 1day"),
+            "{:?}",
+            p("2d")
+        );
+    }
+
+    #[test]
+    fn offsets() {
+        let p = |s| parse_offset("T", s, DAY);
+        assert_eq!(p("+1h30m"), Ok((true, Duration::from_secs(5400))));
+        assert_eq!(p("-10m"), Ok((false, Duration::from_secs(600))));
+        assert_eq!(p("+1.5"), Ok((true, Duration::from_millis(1500))));
+        assert!(p("-").is_err());
+        assert!(p("+-1s").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        let p = |s| parse_size("--max-size", s, 4096, 1 << 60);
+        assert_eq!(p("1GB"), Ok(1 << 30));
+        assert_eq!(p("1G"), Ok(1 << 30));
+        assert_eq!(p("1GiB"), Ok(1 << 30));
+        assert_eq!(p("512K"), Ok(512 << 10));
+        assert_eq!(p("1.5G"), Ok(3 << 29));
+        assert_eq!(p("100000"), Ok(100_000));
+        assert!(p("1K").unwrap_err().contains("at least 4 KiB"));
+        assert!(p("2048P").unwrap_err().contains("at most 1 EiB"));
+        assert!(p("1e300").unwrap_err().contains("at most"));
+        for bad in ["", "G", "-1G", "1Q", "nan"] {
+            assert!(p(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}
