@@ -6,6 +6,8 @@
 #     bash bench/collector.sh bpf        # (a) BPF cost per event under netns load
 #     bash bench/collector.sh observer   # (b) victim work rate, nettop on vs off
 #     bash bench/collector.sh procs      # (c) nettop vs top -b, 2,000 processes
+#     bash bench/collector.sh bpf-ab OLD NEW   # (a) for two nettop binaries,
+#                                        # alternated ROUNDS_AB times in one run
 #
 # Prints markdown to stdout. Everything it creates (namespaces, iperf3,
 # victims, 2,000 sleep processes) is removed on exit, and
@@ -201,10 +203,22 @@ bench_procs() {
     echo
 }
 
+# (a) for two builds in one run, alternated so the machine's drift hits both.
+bench_bpf_ab() {  # bench_bpf_ab OLD NEW
+    local old=$1 new=$2 i
+    for ((i = 1; i <= ${ROUNDS_AB:-3}; i++)); do
+        echo "#### Round $i: A = $old"
+        NETTOP=$old bench_bpf
+        echo "#### Round $i: B = $new"
+        NETTOP=$new bench_bpf
+    done
+}
+
 case $WHAT in
     all) bench_bpf; bench_observer; bench_procs ;;
     bpf) bench_bpf ;;
+    bpf-ab) bench_bpf_ab "${2:?bpf-ab needs OLD and NEW nettop binaries}" "${3:?bpf-ab needs OLD and NEW nettop binaries}" ;;
     observer) bench_observer ;;
     procs) bench_procs ;;
-    *) echo "usage: bench/collector.sh [all|bpf|observer|procs]" >&2; exit 2 ;;
+    *) echo "usage: bench/collector.sh [all|bpf|observer|procs|bpf-ab OLD NEW]" >&2; exit 2 ;;
 esac

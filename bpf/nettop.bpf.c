@@ -55,6 +55,7 @@ enum nt_sysvec {
 	SV_THRESHOLD_APIC,
 	SV_DEFERRED_ERROR_APIC,
 	SV_REBOOT,
+	SV_UNKNOWN,	/* a vector without a kind: timed, class "other" */
 };
 
 /*
@@ -76,6 +77,7 @@ struct cpu_state {
 	__u32 si_ctx;
 	__u32 si_active;
 	__u32 _pad;
+	__u64 si_id;		/* pid_tgid of the task the running softirq interrupted */
 	/* Raise bookkeeping, each word with a single writer context so no
 	 * locked instruction is needed on the hot path:
 	 *   irq_raised[v]   ++ by hardirq context only,
@@ -106,10 +108,28 @@ struct slot {
 	struct nt_task val;	/* same layout as the hash value: inserted as is */
 };
 
+/*
+ * The napi instance this CPU polled last and what it did since it was last
+ * added to the napi hash. A CPU polls the same few napis over and over (an
+ * RPS target always its own backlog), so the hash lookup is paid when the
+ * instance changes and at sample time, not per poll. Polls run with bottom
+ * halves off and never nest on a CPU; `busy` guards against the sample-time
+ * flush, as for slots.
+ */
+struct napi_cache {
+	__u64 key;		/* napi_struct address; 0: empty */
+	__u32 busy;
+	__u32 budget;		/* last budget seen */
+	__u64 polls;
+	__u64 work;
+	__u64 budget_exhausted;
+};
+
 /* Everything per CPU in one value: one (inlined) lookup per event. */
 struct pcpu {
 	struct cpu_state st;
 	struct slot slot[2];
+	struct napi_cache napi;
 	struct nt_cpu stats;	/* the only part user space reads */
 };
 
@@ -305,20 +325,19 @@ __noinline int nt_flush_slot(__u32 idx)
 }
 
 /*
- * Returns slot `idx` claimed (busy) for the current task, flushing the
- * previous task's batch first; NULL when the slot is being flushed.
+ * Returns slot `idx` claimed (busy) for the current task (`id` is its
+ * pid_tgid, which the caller has at hand), flushing the previous task's
+ * batch first; NULL when the slot is being flushed.
  */
-static __always_inline struct slot *claim_slot(struct pcpu *pc, __u32 idx)
+static __always_inline struct slot *claim_slot(struct pcpu *pc, __u32 idx, __u64 id)
 {
 	struct slot *s = &pc->slot[idx & 1];
-	__u64 id;
 	__u32 tid;
 
 	if (s->busy)
 		return NULL;
 	s->busy = 1;
 	asm volatile("" ::: "memory");
-	id = bpf_get_current_pid_tgid();
 	tid = (__u32)id;
 	if (!s->valid || s->tid != tid) {
 		nt_flush_slot(idx);
@@ -474,13 +493,9 @@ static __always_inline int on_hardirq_exit(void)
 		cs->acct.sysvec_ns += d;
 		cs->acct.sysvec_count++;
 		count_class(&cs->acct, cls);
-		if (kind < NT_NR_SYSVEC_KINDS) {
-			cs->sysvec_kind_count[kind]++;
-			cs->sysvec_kind_ns[kind] += d;
-		}
 	}
 
-	s = claim_slot(pc, SLOT_HARDIRQ);
+	s = claim_slot(pc, SLOT_HARDIRQ, bpf_get_current_pid_tgid());
 	if (!s) {
 		unattributed(cs, d);
 		return 0;
@@ -544,7 +559,7 @@ static __always_inline __u32 sysvec_kind(__u64 vector)
 	case 0xf9: return SV_THRESHOLD_APIC;
 	case 0xf4: return SV_DEFERRED_ERROR_APIC;
 	case 0xf8: return SV_REBOOT;
-	default: return NT_NR_SYSVEC_KINDS;
+	default: return SV_UNKNOWN;
 	}
 }
 
@@ -614,7 +629,7 @@ static __always_inline int on_softirq_entry(__u32 vec)
 	struct pcpu *pc;
 	struct cpu_state *st;
 	__u32 cpu, tid, ctx, raised;
-	__u64 bit;
+	__u64 bit, id;
 
 	if (vec >= NT_NR_SOFTIRQS)
 		return 0;
@@ -624,7 +639,8 @@ static __always_inline int on_softirq_entry(__u32 vec)
 	st = &pc->st;
 	bit = 1ULL << vec;
 	cpu = bpf_get_smp_processor_id();
-	tid = (__u32)bpf_get_current_pid_tgid();
+	id = bpf_get_current_pid_tgid();
+	tid = (__u32)id;
 	/* One read: a hardirq raising again right after still counts next run. */
 	raised = st->irq_raised[vec];
 	if (tid && cpu < NT_MAX_CPUS && tid == ksoftirqd_tid[cpu & (NT_MAX_CPUS - 1)]) {
@@ -646,6 +662,9 @@ static __always_inline int on_softirq_entry(__u32 vec)
 
 	st->si_vec = vec;
 	st->si_ctx = ctx;
+	/* A softirq runs and ends in the task it interrupted: the exit reuses
+	 * this instead of asking again. */
+	st->si_id = id;
 	st->si_active = 1;
 	st->si_hi_base = st->hi_total_ns;
 	asm volatile("" ::: "memory");
@@ -693,7 +712,7 @@ static __always_inline int on_softirq_exit(__u32 vec)
 			cs->net_rx_max_ns = d;
 	}
 
-	s = claim_slot(pc, SLOT_SOFTIRQ);
+	s = claim_slot(pc, SLOT_SOFTIRQ, st->si_id);
 	if (!s) {
 		unattributed(cs, d);
 		return 0;
@@ -744,47 +763,101 @@ int BPF_PROG(raw_si_out, unsigned int vec)
 
 /* ------------------------------------------------------------------- napi */
 
+/* This CPU's hash record for a napi, created (with the device's name) on
+ * first sight. NULL only when the table is full. */
+static __always_inline struct nt_napi *napi_record(struct napi_struct *napi, __u64 key)
+{
+	struct nt_napi *v = bpf_map_lookup_elem(&napis, &key);
+	struct nt_napi init = {};
+	struct net_device *dev;
+
+	if (v)
+		return v;
+	dev = BPF_CORE_READ(napi, dev);
+	if (dev)
+		BPF_CORE_READ_STR_INTO(&init.dev, dev, name);
+	else
+		__builtin_memcpy(init.dev, "backlog", 8);
+	init.napi_id = BPF_CORE_READ(napi, napi_id);
+	/* EEXIST (another CPU inserted it) is fine; a full map shows up as
+	 * the lookup below failing. */
+	bpf_map_update_elem(&napis, &key, &init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&napis, &key);
+}
+
+/* Adds the cache's pending polls to its napi's record. Caller holds busy.
+ * The record exists: it was made when the cache took the key. */
+static __always_inline void napi_cache_flush(struct napi_cache *c, struct nt_cpu *cs)
+{
+	struct nt_napi *v;
+	__u64 key = c->key;
+
+	if (!key || !c->polls)
+		return;
+	v = bpf_map_lookup_elem(&napis, &key);
+	if (v) {
+		v->polls += c->polls;
+		v->work += c->work;
+		v->budget_exhausted += c->budget_exhausted;
+		v->budget = c->budget;
+	} else {
+		/* Deleted meanwhile: counted, as a full table is. */
+		__sync_fetch_and_add(&cs->napi_map_full, 1);
+	}
+	c->polls = 0;
+	c->work = 0;
+	c->budget_exhausted = 0;
+}
+
 static __always_inline int on_napi_poll(struct napi_struct *napi, int work, int budget)
 {
 	struct pcpu *pc = get_pcpu();
+	struct napi_cache *c;
 	struct nt_cpu *cs;
 	struct nt_napi *v;
 	__u64 key = (__u64)napi;
+	__u64 w = work > 0 ? work : 0;
+	__u64 ex = budget > 0 && work >= budget;
 
 	if (!pc)
 		return 0;
 	cs = &pc->stats;
 	cs->napi_polls++;
-	if (work > 0)
-		cs->napi_work += work;
-	if (budget > 0 && work >= budget)
-		cs->napi_budget_exhausted++;
+	cs->napi_work += w;
+	cs->napi_budget_exhausted += ex;
 
-	v = bpf_map_lookup_elem(&napis, &key);
-	if (!v) {
-		struct nt_napi init = {};
-		struct net_device *dev = BPF_CORE_READ(napi, dev);
-
-		if (dev)
-			BPF_CORE_READ_STR_INTO(&init.dev, dev, name);
-		else
-			__builtin_memcpy(init.dev, "backlog", 8);
-		init.napi_id = BPF_CORE_READ(napi, napi_id);
-		/* EEXIST (another CPU inserted it) is fine; a full map shows
-		 * up as the lookup below failing. */
-		bpf_map_update_elem(&napis, &key, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&napis, &key);
+	c = &pc->napi;
+	if (c->busy) {
+		/* We interrupted the sample-time flush: add directly. */
+		v = napi_record(napi, key);
 		if (!v) {
 			__sync_fetch_and_add(&cs->napi_map_full, 1);
 			return 0;
 		}
+		v->polls++;
+		v->work += w;
+		v->budget_exhausted += ex;
+		v->budget = budget;
+		return 0;
 	}
-	v->polls++;
-	if (work > 0)
-		v->work += work;
-	if (budget > 0 && work >= budget)
-		v->budget_exhausted++;
-	v->budget = budget;
+	c->busy = 1;
+	asm volatile("" ::: "memory");
+	if (c->key != key) {
+		napi_cache_flush(c, cs);
+		if (!napi_record(napi, key)) {
+			__sync_fetch_and_add(&cs->napi_map_full, 1);
+			c->key = 0;
+			goto out;
+		}
+		c->key = key;
+	}
+	c->polls++;
+	c->work += w;
+	c->budget_exhausted += ex;
+	c->budget = budget;
+out:
+	asm volatile("" ::: "memory");
+	c->busy = 0;
 	return 0;
 }
 
@@ -833,6 +906,15 @@ int nettop_flush(void *ctx)
 		return 0;
 	flush_one(pc, SLOT_HARDIRQ);
 	flush_one(pc, SLOT_SOFTIRQ);
+	if (pc->napi.busy) {
+		__sync_fetch_and_add(&pc->stats.flush_deferred, 1);
+		return 0;
+	}
+	pc->napi.busy = 1;
+	asm volatile("" ::: "memory");
+	napi_cache_flush(&pc->napi, &pc->stats);
+	asm volatile("" ::: "memory");
+	pc->napi.busy = 0;
 	return 0;
 }
 

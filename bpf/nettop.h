@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Types shared by nettop.bpf.c and src/collector/bpf.rs. The Rust side keeps
- * #[repr(C)] mirrors and checks their sizes against the maps' value sizes at
- * load time, so a change here that is not made there fails loudly.
+ * Types shared by nettop.bpf.c and src/collector/bpf.rs. The Rust side reads
+ * them through the skeleton's generated types (libbpf-cargo, from this
+ * object's BTF), so layouts cannot drift; the NT_* constants' meanings are
+ * mirrored by hand in src/collector/bpf.rs and src/model/raw.rs.
  *
  * Every field is a __u64 (or a pair of __u32) so the layout has no padding.
  */
@@ -16,7 +17,6 @@
 #define NT_CTX_KSOFTIRQD 2
 
 #define NT_MAX_CPUS 1024
-#define NT_NR_SYSVEC_KINDS 12
 #define NT_NET_RX 3
 
 /* Interruption classes, for the calibrated hidden cost (model::hidden). */
@@ -131,9 +131,6 @@ struct nt_cpu {
 	__u64 flush_deferred;
 	/* softirq runs whose raise was not seen (collector attached meanwhile) */
 	__u64 unknown_raise;
-	/* count per system vector kind (see enum nt_sysvec in nettop.bpf.c) */
-	__u64 sysvec_kind_count[NT_NR_SYSVEC_KINDS];
-	__u64 sysvec_kind_ns[NT_NR_SYSVEC_KINDS];
 };
 
 /*

@@ -148,11 +148,8 @@ fn net_rx_reraise_counts_a_restart_and_keeps_provenance() {
     assert_eq!(cpu.net.net_rx_restarts, 1);
     assert_eq!(cpu.net.net_rx_actions, 2);
     assert_eq!(cpu.net.net_rx_max_ns, 900);
-    assert_eq!(cpu.sysvec_kind_count[0], 1, "one local timer");
-    assert_eq!(
-        cpu.sysvec_kind_count[3], 1,
-        "one call_function_single (RPS IPI)"
-    );
+    assert_eq!(cpu.acct.timer_count, 1, "one local timer");
+    assert_eq!(cpu.acct.ipi_count, 1, "one call_function_single (RPS IPI)");
 }
 
 #[test]

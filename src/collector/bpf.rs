@@ -89,10 +89,6 @@ pub struct TaskCounters {
 pub struct CpuCounters {
     pub acct: IrqAcct,
     pub net: CpuNet,
-    /// Counts per x86 system vector kind, order of `SYSVEC_KINDS`.
-    pub sysvec_kind_count: Vec<u64>,
-    /// Traced time per x86 system vector kind, same order.
-    pub sysvec_kind_ns: Vec<u64>,
     pub health: CpuHealth,
 }
 
@@ -484,6 +480,10 @@ impl BpfCollector {
             h.map_full_ns += c.health.map_full_ns;
             h.napi_map_full += c.health.napi_map_full;
             h.unmatched_exits += c.health.unmatched_exits;
+            h.unattributed += c.health.unattributed;
+            h.unattributed_ns += c.health.unattributed_ns;
+            h.flush_deferred += c.health.flush_deferred;
+            h.unknown_raise += c.health.unknown_raise;
         }
         h.programs = self.prog_stats();
         h.recursion_misses = self.recursion_misses();
@@ -829,8 +829,6 @@ fn cpu_counters_from(bytes: &[u8]) -> CpuCounters {
             napi_work: v.napi_work,
             napi_budget_exhausted: v.napi_budget_exhausted,
         },
-        sysvec_kind_count: v.sysvec_kind_count.to_vec(),
-        sysvec_kind_ns: v.sysvec_kind_ns.to_vec(),
         health: CpuHealth {
             map_full: v.map_full,
             map_full_ns: v.map_full_ns,

@@ -599,6 +599,9 @@ fn health_view(ctx: &Ctx, prev: &RawSample, cur: &RawSample) -> HealthView {
         task_source: c.task_source.clone(),
         exited_lost: d(p.exited_lost, c.exited_lost),
         bad_records: c.bad_records,
+        unattributed: d(p.unattributed, c.unattributed),
+        flush_deferred: d(p.flush_deferred, c.flush_deferred),
+        unknown_raise: d(p.unknown_raise, c.unknown_raise),
         notes: Vec::new(),
     }
 }

@@ -183,6 +183,18 @@ pub struct HealthView {
     /// Task sampler records that did not decode in the last pass.
     #[serde(default)]
     pub bad_records: u64,
+    /// Interruptions in the interval charged to their CPU but to no task
+    /// (they hit while the task's batch was being flushed).
+    #[serde(default)]
+    pub unattributed: u64,
+    /// Sample-time flushes that found a batch in use: those figures arrive
+    /// one interval late.
+    #[serde(default)]
+    pub flush_deferred: u64,
+    /// Softirq runs in the interval whose raise nettop did not see (only
+    /// right after attaching): charged as stolen.
+    #[serde(default)]
+    pub unknown_raise: u64,
     /// The collector's notes of the interval's last sample (`RawSample::notes`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -251,6 +251,20 @@ pub struct BpfHealth {
     /// Sampler records that did not decode.
     #[serde(default)]
     pub bad_records: u64,
+    /// Interruptions that landed while their task's per-CPU batch was being
+    /// flushed: counted for the CPU but charged to no task.
+    #[serde(default)]
+    pub unattributed: u64,
+    #[serde(default)]
+    pub unattributed_ns: u64,
+    /// Sample-time flushes that found a batch in use; it reaches the task
+    /// one sample later (totals are late, never lost).
+    #[serde(default)]
+    pub flush_deferred: u64,
+    /// Softirq runs whose raise happened before nettop attached, charged as
+    /// stolen (the common case); nonzero only right after start.
+    #[serde(default)]
+    pub unknown_raise: u64,
 }
 
 /// How interrupt time is charged on this kernel. Decides the arithmetic.
