@@ -774,9 +774,11 @@ static __always_inline struct nt_napi *napi_record(struct napi_struct *napi, __u
 	if (v)
 		return v;
 	dev = BPF_CORE_READ(napi, dev);
-	if (dev)
+	if (dev) {
 		BPF_CORE_READ_STR_INTO(&init.dev, dev, name);
-	else
+		init.ifindex = BPF_CORE_READ(dev, ifindex);
+		init.netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+	} else
 		__builtin_memcpy(init.dev, "backlog", 8);
 	init.napi_id = BPF_CORE_READ(napi, napi_id);
 	/* EEXIST (another CPU inserted it) is fine; a full map shows up as

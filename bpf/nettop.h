@@ -154,6 +154,10 @@ struct nt_napi {
 	__u64 polls;
 	__u64 work;
 	__u64 budget_exhausted;
+	/* The device's ifindex and network namespace inode, taken at first
+	 * sight: names repeat across namespaces (every pod has an eth0). */
+	__u32 ifindex;
+	__u32 netns;
 };
 
 #endif /* __NETTOP_H */

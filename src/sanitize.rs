@@ -106,6 +106,7 @@ impl Untrusted for RawSample {
         }
         for d in &mut self.devices {
             clean_string(&mut d.name);
+            clean_string(&mut d.netns);
         }
         if let Some(h) = &mut self.health {
             for p in &mut h.programs {

@@ -392,6 +392,7 @@ fn sample(cur: bool, bpf: bool) -> RawSample {
         work,
         budget_exhausted: ex,
         budget: 64,
+        ..Default::default()
     };
     RawSample {
         seq: if cur { 42 } else { 41 },

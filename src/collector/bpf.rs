@@ -634,6 +634,8 @@ impl BpfCollector {
                 .find(|n| !n.is_empty())
                 .unwrap_or_default();
             let napi_id = vals.iter().map(|v| v.napi_id).max().unwrap_or(0);
+            let ifindex = vals.iter().map(|v| v.ifindex).max().unwrap_or(0);
+            let netns = vals.iter().map(|v| v.netns).max().unwrap_or(0);
             for (cpu, v) in vals.iter().enumerate() {
                 if v.polls == 0 {
                     continue;
@@ -646,6 +648,8 @@ impl BpfCollector {
                     work: v.work,
                     budget_exhausted: v.budget_exhausted,
                     budget: v.budget,
+                    ifindex,
+                    netns_inode: u64::from(netns),
                 });
             }
         }

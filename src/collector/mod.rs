@@ -64,6 +64,8 @@ pub struct Collector {
     buf: Vec<u8>,
     /// Task-hash overflows seen at the last sweep.
     map_full_seen: u64,
+    /// Device counters of the other network namespaces.
+    netns: netdev::OtherNamespaces,
 }
 
 impl Collector {
@@ -122,6 +124,7 @@ impl Collector {
             proc_reason,
             buf: Vec::new(),
             map_full_seen: 0,
+            netns: netdev::OtherNamespaces::default(),
         })
     }
 
@@ -172,9 +175,11 @@ impl Collector {
         let ksoftirqd_from = if tasks.is_empty() { &procs } else { &tasks };
         let mut cpus = procfs::read_cpus(root, ksoftirqd_from)?;
         let netdev::DeviceRead {
-            devices,
+            mut devices,
             note: devices_note,
         } = netdev::read_devices(root);
+        let others = self.netns.read(root, self.seq, &mut devices);
+        devices.extend(others.devices);
         let mono_ns = clock_ns(libc::CLOCK_MONOTONIC);
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -261,7 +266,7 @@ impl Collector {
             napi,
             devices,
             health,
-            notes: devices_note.into_iter().collect(),
+            notes: devices_note.into_iter().chain(others.note).collect(),
         };
         // The boundary: names chosen by other users and drivers are made
         // safe to print before any front end or recording sees them.

@@ -69,6 +69,7 @@ pub fn decode_link(payload: &[u8]) -> Result<RawDevice, String> {
         tx_packets: s.tx_packets,
         tx_bytes: s.tx_bytes,
         rx_dropped: s.rx_dropped,
+        ..Default::default()
     })
 }
 
@@ -131,6 +132,86 @@ fn read_devices_with(
             )),
         },
         Err(e) => sysfs(Some(e.to_string())),
+    }
+}
+
+/// How many samples a list of network namespaces is reused: walking every
+/// process's `ns/net` link costs a readlink per process.
+const NETNS_REFRESH: u64 = 10;
+
+/// Device counters of every network namespace but nettop's own (see
+/// `topology::netns`): one rtnetlink dump per namespace per sample, on a
+/// helper thread that entered it (a socket answers for its opener's
+/// namespace). The namespace list is re-read every [`NETNS_REFRESH`]
+/// samples; nettop keeps no descriptor open on a namespace between samples,
+/// so it never keeps a dead container's namespace alive.
+#[derive(Default)]
+pub struct OtherNamespaces {
+    found: Vec<crate::topology::netns::Found>,
+    read_at: Option<u64>,
+    own_inode: u64,
+}
+
+impl OtherNamespaces {
+    /// Devices of the other namespaces (fixture directories on a fake
+    /// root), and a note when some could not be read. Also stamps
+    /// `own`'s devices with nettop's namespace inode, so napi instances
+    /// (which carry the inode) find them.
+    pub fn read(&mut self, root: &Sysroot, seq: u64, own: &mut [RawDevice]) -> DeviceRead {
+        use crate::topology::netns;
+        let mut out = DeviceRead::default();
+        if !root.is_live() {
+            for (info, sub) in netns::enumerate_fixture(root) {
+                match procfs::read_devices(&sub) {
+                    Ok(mut devs) => {
+                        for d in &mut devs {
+                            d.netns = info.name.clone();
+                            d.netns_inode = info.inode;
+                        }
+                        out.devices.extend(devs);
+                    }
+                    Err(e) => {
+                        out.note = Some(format!("netns {}: no device counters: {e:#}", info.name))
+                    }
+                }
+            }
+            return out;
+        }
+        if self.read_at.is_none_or(|at| seq >= at + NETNS_REFRESH) {
+            self.found = netns::enumerate_live();
+            self.own_inode = netns::own_inode().unwrap_or(0);
+            self.read_at = Some(seq);
+        }
+        for d in own.iter_mut() {
+            d.netns_inode = self.own_inode;
+        }
+        let mut failed = Vec::new();
+        let mut gone = false;
+        for f in &self.found {
+            match netns::with_netns_sockets(&f.path, read_netlink) {
+                Ok(Ok((mut devs, _bad))) => {
+                    for d in &mut devs {
+                        d.netns = f.info.name.clone();
+                        d.netns_inode = f.info.inode;
+                    }
+                    out.devices.extend(devs);
+                }
+                // The namespace went away since the list was made.
+                Err(e) if e.contains("No such file") => gone = true,
+                Ok(Err(e)) => failed.push(format!("{}: {e}", f.info.name)),
+                Err(e) => failed.push(format!("{}: {e}", f.info.name)),
+            }
+        }
+        if gone {
+            self.read_at = None;
+        }
+        if !failed.is_empty() {
+            out.note = Some(format!(
+                "device counters of network namespaces missing: {}",
+                failed.join("; ")
+            ));
+        }
+        out
     }
 }
 

@@ -549,6 +549,7 @@ pub fn read_devices(root: &Sysroot) -> Result<Vec<RawDevice>> {
             tx_bytes: stat("tx_bytes")?,
             rx_dropped: stat("rx_dropped")?,
             name,
+            ..Default::default()
         });
     }
     Ok(out)

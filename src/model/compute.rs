@@ -37,6 +37,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::cost::{self, CpuCost};
 use super::frame::{CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView};
 use super::hidden::{self, Calibration};
 use super::raw::{
@@ -478,6 +479,7 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
         v.napi_polls_per_s = ctx.rate(k.net.napi_polls as f64);
         v.packets_per_s = ctx.rate(k.net.napi_work as f64);
         v.budget_exhausted_per_s = ctx.rate(k.net.napi_budget_exhausted as f64);
+        v.net_rx_ns_per_packet = cpu_cost(k).per_packet().map(fin);
     } else {
         // Without napi tracing, packets are what softnet_stat says this CPU
         // processed (backlog/RPS included).
@@ -490,7 +492,19 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
     v
 }
 
-fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
+fn cpu_cost(k: &CpuCalc) -> CpuCost {
+    CpuCost {
+        net_rx_ns: k.net.net_rx_ns,
+        packets: k.net.napi_work,
+    }
+}
+
+fn napi_views(
+    ctx: &Ctx,
+    prev: &[RawNapi],
+    cur: &[RawNapi],
+    costs: &BTreeMap<u32, CpuCost>,
+) -> Vec<NapiView> {
     let pm: HashMap<(&str, u32, u32), &RawNapi> = prev
         .iter()
         .map(|n| ((n.dev.as_str(), n.napi_id, n.cpu), n))
@@ -502,6 +516,9 @@ fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
         exhausted: u64,
         budget: u32,
         cpus: Vec<u32>,
+        work_by_cpu: BTreeMap<u32, u64>,
+        ifindex: u32,
+        netns_inode: u64,
     }
     let mut acc: BTreeMap<(&str, u32), Acc> = BTreeMap::new();
     for n in cur {
@@ -518,15 +535,23 @@ fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
             .exhausted
             .saturating_add(d(p.budget_exhausted, n.budget_exhausted));
         a.budget = a.budget.max(n.budget);
+        a.ifindex = a.ifindex.max(n.ifindex);
+        a.netns_inode = a.netns_inode.max(n.netns_inode);
         if polls > 0 {
             a.cpus.push(n.cpu);
+            *a.work_by_cpu.entry(n.cpu).or_default() += d(p.work, n.work);
         }
     }
     acc.into_iter()
         .map(|((dev, napi_id), mut a)| {
             a.cpus.sort_unstable();
             a.cpus.dedup();
+            let (per_packet, charged_ns) = cost::napi_charge(&a.work_by_cpu, costs);
             NapiView {
+                ifindex: a.ifindex,
+                netns_inode: a.netns_inode,
+                net_rx_ns_per_packet: per_packet.map(fin),
+                net_rx_pct: ctx.pct_ns(charged_ns),
                 dev: dev.to_string(),
                 napi_id,
                 polls_per_s: ctx.rate(a.polls as f64),
@@ -545,23 +570,30 @@ fn napi_views(ctx: &Ctx, prev: &[RawNapi], cur: &[RawNapi]) -> Vec<NapiView> {
 }
 
 fn device_views(ctx: &Ctx, prev: &[RawDevice], cur: &[RawDevice]) -> Vec<DeviceView> {
-    let pm: HashMap<&str, &RawDevice> = prev.iter().map(|x| (x.name.as_str(), x)).collect();
+    let pm: HashMap<(&str, &str), &RawDevice> = prev
+        .iter()
+        .map(|x| ((x.netns.as_str(), x.name.as_str()), x))
+        .collect();
     let z = RawDevice::default();
     cur.iter()
         .map(|c| {
             // Same name, new ifindex: the device was recreated, counters restarted.
             let p = pm
-                .get(c.name.as_str())
+                .get(&(c.netns.as_str(), c.name.as_str()))
                 .copied()
                 .filter(|p| p.ifindex == c.ifindex)
                 .unwrap_or(&z);
             DeviceView {
                 name: c.name.clone(),
+                netns: c.netns.clone(),
+                ifindex: c.ifindex,
+                netns_inode: c.netns_inode,
                 rx_packets_per_s: ctx.rate(d(p.rx_packets, c.rx_packets) as f64),
                 rx_bytes_per_s: ctx.rate(d(p.rx_bytes, c.rx_bytes) as f64),
                 tx_packets_per_s: ctx.rate(d(p.tx_packets, c.tx_packets) as f64),
                 tx_bytes_per_s: ctx.rate(d(p.tx_bytes, c.tx_bytes) as f64),
                 rx_dropped_per_s: ctx.rate(d(p.rx_dropped, c.rx_dropped) as f64),
+                ..Default::default()
             }
         })
         .collect()
@@ -802,7 +834,26 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
             .iter()
             .fold(0u32, |n, p| n.saturating_add(p.nr_threads)),
         processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
+        ..Default::default()
     };
+
+    let costs: BTreeMap<u32, CpuCost> = if cur.source == Source::Bpf {
+        calcs.iter().map(|(c, k)| (*c, cpu_cost(k))).collect()
+    } else {
+        BTreeMap::new()
+    };
+    let napi = napi_views(&ctx, &prev.napi, &cur.napi, &costs);
+    let mut devices = device_views(&ctx, &prev.devices, &cur.devices);
+    let mut summary = summary;
+    cost::fill_devices(
+        &mut devices,
+        &napi,
+        &costs,
+        ctx.dt_ns as f64 / 1e9,
+        &mut summary,
+    );
+    summary.net_rx_ns_per_packet = summary.net_rx_ns_per_packet.map(fin);
+    summary.net_rx_pct_per_gbps = summary.net_rx_pct_per_gbps.map(fin);
 
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
@@ -828,8 +879,8 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         cpus,
         processes,
         threads,
-        napi: napi_views(&ctx, &prev.napi, &cur.napi),
-        devices: device_views(&ctx, &prev.devices, &cur.devices),
+        napi,
+        devices,
         health,
     }
 }

@@ -107,6 +107,10 @@ pub struct CpuView {
     pub time_squeeze_per_s: f64,
     pub softnet_dropped_per_s: f64,
     pub rps_received_per_s: f64,
+    /// NET_RX softirq nanoseconds per packet polled on this CPU
+    /// (`model::cost`); absent without packets or without BPF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_ns_per_packet: Option<f64>,
 }
 
 /// One napi instance (device queue) over the interval, all CPUs.
@@ -122,17 +126,66 @@ pub struct NapiView {
     pub budget_exhausted_per_s: f64,
     /// CPUs that polled it in the interval, ascending.
     pub cpus: Vec<u32>,
+    /// Its device's ifindex and namespace inode (0: unknown, backlog).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub ifindex: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub netns_inode: u64,
+    /// NET_RX ns per packet: each CPU's cost per packet, weighted by the
+    /// packets this instance had polled there (`model::cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_ns_per_packet: Option<f64>,
+    /// NET_RX time charged to it that way, percent of one CPU.
+    #[serde(default)]
+    pub net_rx_pct: f64,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One network device over the interval.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct DeviceView {
     pub name: String,
+    /// Network namespace name; empty (and absent in JSON) for nettop's own.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub netns: String,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub ifindex: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub netns_inode: u64,
     pub rx_packets_per_s: f64,
     pub rx_bytes_per_s: f64,
     pub tx_packets_per_s: f64,
     pub tx_bytes_per_s: f64,
     pub rx_dropped_per_s: f64,
+    /// NET_RX cost of the packets its napi instances polled
+    /// (`model::cost`): ns per packet, percent of one CPU, and that percent
+    /// per Gbit/s it received. Absent when its packets went through the
+    /// per-CPU backlog (veth without XDP) or nothing was received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_ns_per_packet: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_pct_per_gbps: Option<f64>,
+    /// Its configuration from the topology (XDP, RPS/XPS, queue IRQs, RSS,
+    /// flow rules), joined by the front end that has one; see
+    /// `model::devconf`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<super::devconf::DeviceConfig>,
+}
+
+impl DeviceView {
+    /// "veth1 (netns blue)", or the bare name in nettop's own namespace.
+    pub fn label(&self) -> String {
+        crate::topology::label(&self.name, &self.netns)
+    }
 }
 
 /// Host-wide figures for the summary lines.
@@ -151,6 +204,12 @@ pub struct Summary {
     pub packets_per_s: f64,
     pub budget_exhausted_per_s: f64,
     pub time_squeeze_per_s: f64,
+    /// Host-wide NET_RX ns per packet, and NET_RX CPU (percent of one CPU)
+    /// per Gbit/s received by all devices (`model::cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_ns_per_packet: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_pct_per_gbps: Option<f64>,
     /// Sum over tasks of stolen %, i.e. CPUs' worth of time top misattributes.
     pub stolen_pct_total: f64,
     /// Sum over tasks of hidden % (estimate).

@@ -196,6 +196,22 @@ pub struct RawNapi {
     pub budget_exhausted: u64,
     /// Budget seen on the last poll (64 unless changed).
     pub budget: u32,
+    /// The device's ifindex and network namespace inode (0: unknown, the
+    /// backlog, or a recording made before they were collected). With
+    /// them a napi is matched to its device even when names repeat across
+    /// namespaces.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub ifindex: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub netns_inode: u64,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// `/sys/class/net/<dev>/statistics`, cumulative.
@@ -208,6 +224,14 @@ pub struct RawDevice {
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub rx_dropped: u64,
+    /// Network namespace name (`topology::NetnsInfo::name`); empty for
+    /// nettop's own. Absent in older recordings.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub netns: String,
+    /// Its nsfs inode, to match napi instances (`RawNapi::netns_inode`);
+    /// 0 when unknown (fixtures, older recordings).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub netns_inode: u64,
 }
 
 /// Cost and run count of one BPF program (`bpf_enable_stats`).

@@ -103,6 +103,42 @@ impl<W: Write> Sink<W> {
     }
 }
 
+/// How often batch mode re-reads device configuration (a topology load
+/// walks every thread; the TUI re-reads it as often).
+const CONFIG_REFRESH: Duration = Duration::from_secs(15);
+
+/// Device configuration for live frames: the topology, loaded at start and
+/// every [`CONFIG_REFRESH`]. A topology that cannot be loaded leaves
+/// frames without `config` (the device counters are still right).
+struct DeviceConfigSource {
+    opts: crate::topology::LoadOptions,
+    topo: Option<crate::topology::HostTopology>,
+    at: Option<std::time::Instant>,
+}
+
+impl DeviceConfigSource {
+    fn new(cli: &Cli) -> Self {
+        let mut opts = crate::topology::LoadOptions::from_cli(cli);
+        // No CPU sampling: the lint's "busy" is not needed here.
+        opts.sample = None;
+        Self {
+            opts,
+            topo: None,
+            at: None,
+        }
+    }
+
+    fn attach(&mut self, frame: &mut Frame) {
+        if self.at.is_none_or(|t| t.elapsed() >= CONFIG_REFRESH) {
+            self.at = Some(std::time::Instant::now());
+            self.topo = crate::topology::load(&self.opts).ok();
+        }
+        if let Some(t) = &self.topo {
+            crate::model::devconf::attach(frame, t);
+        }
+    }
+}
+
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     let sysroot = Sysroot::new(&cli.sysroot);
     let users = read_users(&sysroot);
@@ -115,13 +151,15 @@ pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     let mut sink = Sink::new(stdout.lock(), cli, &host, users);
 
     let mut ticker = Ticker::new(Duration::from_secs_f64(cli.delay));
+    let mut config = DeviceConfigSource::new(cli);
     let mut prev = collector.sample()?;
     while cli.iterations.is_none_or(|n| sink.frames < n) {
         if ticker.sleep(&stop, None) == Wake::Stop {
             break;
         }
         let cur = collector.sample()?;
-        let frame = compute(&host, &prev, &cur);
+        let mut frame = compute(&host, &prev, &cur);
+        config.attach(&mut frame);
         if let Emit::Closed = sink.emit(&frame)? {
             break;
         }
@@ -156,6 +194,12 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     let stdout = io::stdout();
     let mut sink = Sink::new(stdout.lock(), cli, &host, users);
     let limit = cli.iterations.unwrap_or(u64::MAX);
+    // The configuration the recording captured (none in older files).
+    let topo: Option<crate::topology::HostTopology> = rec
+        .topology()
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     let mut prev = None;
     for i in 0..rec.len() {
         if sink.frames >= limit {
@@ -172,7 +216,11 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             }
         };
         if let Some(p) = &prev {
-            if let Emit::Closed = sink.emit(&compute(&host, p, &cur))? {
+            let mut frame = compute(&host, p, &cur);
+            if let Some(t) = &topo {
+                crate::model::devconf::attach(&mut frame, t);
+            }
+            if let Emit::Closed = sink.emit(&frame)? {
                 break;
             }
         }

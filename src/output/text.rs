@@ -47,7 +47,7 @@ pub fn format_utc(unix_ms: u64) -> String {
 }
 
 /// Compact rate: "950", "48.0k", "1.2M".
-fn rate(x: f64) -> String {
+pub(super) fn rate(x: f64) -> String {
     if !x.is_finite() || x < 0.0 {
         "0".into()
     } else if x < 10_000.0 {
@@ -165,13 +165,14 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         s.processes,
         s.cpus_online
     );
+    super::devices::cost_line(out, f);
 }
 
 fn cpu_table(out: &mut String, f: &Frame) {
     let _ = writeln!(
         out,
         "\n CPU NODE    us    sy    ni    id    wa    hi    si    st | T:hi  sysv  si:stl   inl   ksd | \
-         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~%"
+         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~% ns/pkt"
     );
     let bpf = f.source == Source::Bpf;
     for c in &f.cpus {
@@ -196,7 +197,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
         if bpf {
             let _ = write!(
                 out,
-                "{:5.1} {:5.1} {:7.1} {:5.1} {:5.1} | {:>7} {:6.1} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:7.1}",
+                "{:5.1} {:5.1} {:7.1} {:5.1} {:5.1} | {:>7} {:6.1} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:7.1} {:>6}",
                 c.traced_hardirq_pct,
                 c.traced_sysvec_pct,
                 c.softirq_stolen_pct,
@@ -210,12 +211,14 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 rate(c.budget_exhausted_per_s),
                 rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
-                c.hidden_pct
+                c.hidden_pct,
+                c.net_rx_ns_per_packet
+                    .map_or("-".to_string(), |x| format!("{x:.0}"))
             );
         } else {
             let _ = write!(
                 out,
-                "{:>5} {:>5} {:>7} {:>5} {:>5} | {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:>7}",
+                "{:>5} {:>5} {:>7} {:>5} {:>5} | {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:>7} {:>6}",
                 "-",
                 "-",
                 "-",
@@ -229,6 +232,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 "-",
                 rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
+                "-",
                 "-"
             );
         }
@@ -243,13 +247,13 @@ fn napi_table(out: &mut String, f: &Frame) {
     }
     let _ = writeln!(
         out,
-        "\nNAPI DEV              ID  polls/s   pkts/s pkts/poll budget bexh/s CPUS"
+        "\nNAPI DEV              ID  polls/s   pkts/s pkts/poll budget bexh/s ns/pkt CPUS"
     );
     for n in active {
         let cpus: Vec<String> = n.cpus.iter().map(u32::to_string).collect();
         let _ = writeln!(
             out,
-            "     {:<12} {:>6} {:>8} {:>8} {:9.1} {:>6} {:>6} {}",
+            "     {:<12} {:>6} {:>8} {:>8} {:9.1} {:>6} {:>6} {:>6} {}",
             n.dev,
             n.napi_id,
             rate(n.polls_per_s),
@@ -257,6 +261,8 @@ fn napi_table(out: &mut String, f: &Frame) {
             n.work_per_poll,
             n.budget,
             rate(n.budget_exhausted_per_s),
+            n.net_rx_ns_per_packet
+                .map_or("-".to_string(), |x| format!("{x:.0}")),
             cpus.join(",")
         );
     }
@@ -356,6 +362,7 @@ pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
     header(&mut out, frame, opts);
     cpu_table(&mut out, frame);
     napi_table(&mut out, frame);
+    super::devices::device_table(&mut out, frame);
     task_table(&mut out, frame, opts);
     out
 }

@@ -210,7 +210,7 @@ impl<'a> Ctx<'a> {
                     irq_on
                         .entry(c)
                         .or_default()
-                        .push((irq.irq, nic.name.clone()));
+                        .push((irq.irq, nic.label()));
                 }
             }
             for q in &nic.rx_queues {
@@ -218,7 +218,7 @@ impl<'a> Ctx<'a> {
                     rps_on
                         .entry(c)
                         .or_default()
-                        .push((nic.name.clone(), q.queue));
+                        .push((nic.label(), q.queue));
                 }
             }
         }
@@ -439,16 +439,28 @@ fn irq_fix_lines(cx: &Ctx, irqs: &[(u32, String)]) -> Vec<String> {
 
 fn rps_fix_lines(cx: &Ctx, rps: &[(String, u32)], remove: &CpuSet) -> Vec<String> {
     let mut v = Vec::new();
-    for (nic, q) in rps {
-        let cur =
-            cx.t.nic(nic)
-                .and_then(|n| n.rx_queues.iter().find(|x| x.queue == *q))
-                .map(|x| x.rps_cpus.clone())
-                .unwrap_or_default();
-        v.push(format!(
-            "echo {} > /sys/class/net/{nic}/queues/rx-{q}/rps_cpus",
-            hexmask(&cur.difference(remove))
-        ));
+    for (label, q) in rps {
+        let Some(nic) = cx.t.nic(label) else {
+            continue;
+        };
+        let cur = nic
+            .rx_queues
+            .iter()
+            .find(|x| x.queue == *q)
+            .map(|x| x.rps_cpus.clone())
+            .unwrap_or_default();
+        let cmd = format!(
+            "echo {} > /sys/class/net/{}/queues/rx-{q}/rps_cpus",
+            hexmask(&cur.difference(remove)),
+            nic.name
+        );
+        // Another namespace: its /sys is only visible from inside it.
+        let prefix = cx.t.exec_prefix(nic);
+        v.push(if prefix.is_empty() {
+            cmd
+        } else {
+            format!("{prefix}sh -c '{cmd}'")
+        });
     }
     v
 }

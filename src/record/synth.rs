@@ -118,6 +118,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 work: k * 90_000,
                 budget_exhausted: k * 400,
                 budget: 64,
+                ..Default::default()
             })
             .collect(),
         devices: vec![RawDevice {
@@ -128,6 +129,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             tx_packets: k * 90_000,
             tx_bytes: k * 6_000_000,
             rx_dropped: k / 50,
+            ..Default::default()
         }],
         health: Some(BpfHealth {
             map_full: 0,

@@ -9,12 +9,16 @@
 //! XML or synthetic) or, when no hwloc source fits a fake root, from the
 //! root's own `/sys/devices/system` files.
 
+pub mod ethtool;
 mod hw;
 mod net;
+pub mod netns;
 mod sys;
 mod threads;
 pub mod xdp;
 
+pub use ethtool::{FlowRule, Steering, Support};
+pub use netns::{NetnsInfo, NetnsKind};
 pub use xdp::XdpProg;
 
 use std::collections::BTreeMap;
@@ -101,7 +105,13 @@ pub struct HostTopology {
     pub packages: Vec<Package>,
     pub caches: Vec<Cache>,
     pub host: HostConfig,
+    /// NICs of nettop's own namespace first, then of every other network
+    /// namespace (`Nic::netns` names it).
     pub nics: Vec<Nic>,
+    /// The other network namespaces that were read (nettop's own is not
+    /// listed). Absent from older saved topologies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub netns: Vec<NetnsInfo>,
     /// Every numbered IRQ in `/proc/interrupts`.
     pub irqs: Vec<Irq>,
     pub threads: Vec<ThreadInfo>,
@@ -217,6 +227,11 @@ pub struct TxQueue {
 pub struct Nic {
     pub name: String,
     pub ifindex: Option<u32>,
+    /// Network namespace name ([`NetnsInfo::name`]); empty for nettop's
+    /// own. Names repeat across namespaces (every pod has an `eth0`), so
+    /// a device is (namespace, name); [`Nic::label`] prints both.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub netns: String,
     /// No `device` link in sysfs: veth, bridge, loopback, tunnels.
     pub is_virtual: bool,
     pub driver: Option<String>,
@@ -239,15 +254,94 @@ pub struct Nic {
     /// topologies and snapshots stay byte-identical.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub xdp_progs: Vec<XdpProg>,
+    /// RSS indirection table and flow-steering rules as ethtool answered;
+    /// `None` when not read (older topologies, fixtures without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<Steering>,
 }
 
 impl Nic {
+    /// The device's name, with its namespace when that is not nettop's:
+    /// "veth1 (netns blue)". Findings, views and IRQ owners use it.
+    pub fn label(&self) -> String {
+        label(&self.name, &self.netns)
+    }
+
+    /// RX queue → IRQ, from IRQ names that carry a queue number
+    /// ("eth0-TxRx-3", "mlx5_comp3@pci:…", "virtio0-input.1", "i40e-eth0-TxRx-3").
+    /// Queues whose IRQ cannot be told are left out.
+    pub fn queue_irqs(&self, irqs: &[Irq]) -> BTreeMap<u32, u32> {
+        let mut m = BTreeMap::new();
+        for irq in irqs.iter().filter(|i| self.irqs.contains(&i.irq)) {
+            if let Some(q) = queue_of_irq_name(&irq.name) {
+                m.entry(q).or_insert(irq.irq);
+            }
+        }
+        m
+    }
+
+    /// Weight RSS gives `queue` (indirection table entries pointing at it);
+    /// `None` when the table is unknown or unsupported.
+    pub fn rss_weight(&self, queue: u32) -> Option<u32> {
+        let st = self.steering.as_ref()?;
+        if st.indir.is_empty() {
+            return None;
+        }
+        Some(st.indir.iter().filter(|q| **q == queue).count() as u32)
+    }
+
+    /// Flow-steering rules whose action is `queue`.
+    pub fn rules_to(&self, queue: u32) -> Vec<&FlowRule> {
+        self.steering
+            .iter()
+            .flat_map(|s| s.rules.iter())
+            .filter(|r| r.queue == Some(queue))
+            .collect()
+    }
     /// Union of every RX queue's RPS mask.
     pub fn rps_cpus(&self) -> CpuSet {
         self.rx_queues
             .iter()
             .fold(CpuSet::new(), |acc, q| acc.union(&q.rps_cpus))
     }
+}
+
+/// "veth1 (netns blue)", or the bare name in nettop's own namespace.
+pub fn label(name: &str, netns: &str) -> String {
+    if netns.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} (netns {netns})")
+    }
+}
+
+/// The queue number an IRQ name ends in, for names that name a data queue:
+/// a trailing number after `-`, `.`, `_comp` or `TxRx-`/`rx-`/`input.`.
+fn queue_of_irq_name(name: &str) -> Option<u32> {
+    let action = name.split([' ', ',']).find(|a| !a.is_empty())?;
+    let action = action.split('@').next()?;
+    let lower = action.to_ascii_lowercase();
+    // Config/async vectors carry no queue.
+    if lower.contains("config") || lower.contains("async") || lower.ends_with("-ctrl") {
+        return None;
+    }
+    let digits: String = action
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if digits.is_empty() {
+        return None;
+    }
+    let head = &action[..action.len() - digits.len()];
+    let ok = head.ends_with('-')
+        || head.ends_with('.')
+        || head.ends_with("_comp")
+        || head.ends_with('_');
+    ok.then(|| digits.parse().ok()).flatten()
 }
 
 /// One numbered interrupt line.
@@ -352,12 +446,84 @@ impl HostTopology {
         s.difference(cpus)
     }
 
-    pub fn nic(&self, name: &str) -> Option<&Nic> {
-        self.nics.iter().find(|n| n.name == name)
+    /// A NIC by [`Nic::label`] (the bare name in nettop's own namespace).
+    pub fn nic(&self, label: &str) -> Option<&Nic> {
+        self.nics.iter().find(|n| n.label() == label)
+    }
+
+    /// The namespace a NIC is in (`None`: nettop's own).
+    pub fn netns_of(&self, nic: &Nic) -> Option<&NetnsInfo> {
+        if nic.netns.is_empty() {
+            return None;
+        }
+        self.netns.iter().find(|n| n.name == nic.netns)
+    }
+
+    /// A shell prefix that runs a command where `nic` lives (see
+    /// [`NetnsInfo::exec_prefix`]); empty in nettop's own namespace.
+    pub fn exec_prefix(&self, nic: &Nic) -> String {
+        self.netns_of(nic).map(NetnsInfo::exec_prefix).unwrap_or_default()
     }
 
     pub fn irq(&self, irq: u32) -> Option<&Irq> {
         self.irqs.iter().find(|i| i.irq == irq)
+    }
+}
+
+/// NICs of every other network namespace, appended to `topo.nics`; see
+/// [`netns`]. Never fails: a namespace that cannot be read becomes a note.
+fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTopology) {
+    type NsRead = (Vec<Nic>, Vec<Irq>, Vec<String>);
+    let read = |nsroot: &Sysroot, proc_net: &str, netns: &str, irqs: &[Irq]| -> NsRead {
+        let mut irqs = irqs.to_vec();
+        let mut notes = Vec::new();
+        let scope = sys::NicScope { proc_net, netns };
+        let mut nics = match sys::load_nics(nsroot, &mut irqs, hw, &scope, &mut notes) {
+            Ok(n) => n,
+            Err(e) => {
+                notes.push(format!("netns {netns}: {e:#}"));
+                Vec::new()
+            }
+        };
+        xdp::fill(nsroot, &mut nics, &mut notes);
+        ethtool::fill(nsroot, &mut nics, &mut notes);
+        (nics, irqs, notes)
+    };
+    let merge = |info: NetnsInfo, r: NsRead, topo: &mut HostTopology| {
+        let (nics, irqs, notes) = r;
+        for (mine, theirs) in topo.irqs.iter_mut().zip(irqs) {
+            if mine.nic.is_none() {
+                mine.nic = theirs.nic;
+            }
+        }
+        topo.notes.extend(notes);
+        topo.nics.extend(nics);
+        topo.netns.push(info);
+    };
+    if !root.is_live() {
+        for (info, sub) in netns::enumerate_fixture(root) {
+            let r = read(&sub, "/proc/net", &info.name, &topo.irqs);
+            merge(info, r, topo);
+        }
+        return;
+    }
+    let mut failed = Vec::new();
+    for found in netns::enumerate_live() {
+        let name = found.info.name.clone();
+        let irqs = topo.irqs.clone();
+        let live = Sysroot::new("/");
+        match netns::with_netns(&found.path, || {
+            read(&live, "/proc/thread-self/net", &name, &irqs)
+        }) {
+            Ok(r) => merge(found.info, r, topo),
+            Err(e) => failed.push(format!("{name}: {e}")),
+        }
+    }
+    if !failed.is_empty() {
+        topo.notes.push(format!(
+            "network namespaces not read (their devices are not checked): {}",
+            failed.join("; ")
+        ));
     }
 }
 
@@ -406,8 +572,16 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
 
     topo.host = sys::load_host(root, &mut topo.notes)?;
     topo.irqs = sys::load_irqs(root, &mut topo.notes)?;
-    topo.nics = sys::load_nics(root, &mut topo.irqs, &cpus.nic_locality, &mut topo.notes)?;
+    topo.nics = sys::load_nics(
+        root,
+        &mut topo.irqs,
+        &cpus.nic_locality,
+        &sys::NicScope::OWN,
+        &mut topo.notes,
+    )?;
     xdp::fill(root, &mut topo.nics, &mut topo.notes);
+    ethtool::fill(root, &mut topo.nics, &mut topo.notes);
+    load_other_namespaces(root, &cpus.nic_locality, &mut topo);
     let scan = threads::load_threads(root, &topo.online, &topo.nics, opts.sample, &mut topo.notes)?;
     topo.threads = scan.threads;
     if let Some(ib) = scan.irqbalance_pid {

@@ -204,18 +204,35 @@ fn names_nic(irq_name: &str, nic: &str) -> bool {
         .any(|a| a == nic || a.starts_with(&format!("{nic}-")) || a.starts_with(&format!("{nic}@")))
 }
 
+/// Which namespace `load_nics` reads, and how.
+pub(super) struct NicScope<'a> {
+    /// `/proc/net`, or `/proc/thread-self/net` on a namespace helper thread
+    /// (`/proc/net` follows the thread group leader's namespace).
+    pub proc_net: &'a str,
+    /// The namespace's name ("" for nettop's own).
+    pub netns: &'a str,
+}
+
+impl NicScope<'static> {
+    pub(super) const OWN: NicScope<'static> = NicScope {
+        proc_net: "/proc/net",
+        netns: "",
+    };
+}
+
 pub(super) fn load_nics(
     root: &Sysroot,
     irqs: &mut [Irq],
     hw: &NicLocality,
+    scope: &NicScope,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Vec<Nic>> {
     let names = read_dir_names(root, "/sys/class/net");
-    if names.is_empty() {
+    if names.is_empty() && scope.netns.is_empty() {
         notes.push("/sys/class/net is empty or unreadable: no NICs checked".into());
     }
-    let ipv6 = super::net::if_inet6(root, "/proc/net/if_inet6");
-    let routes = super::net::routes(root, "/proc/net/route");
+    let ipv6 = super::net::if_inet6(root, &format!("{}/if_inet6", scope.proc_net));
+    let routes = super::net::routes(root, &format!("{}/route", scope.proc_net));
     let mut nics = Vec::new();
     for name in names {
         if name == "lo" || name == "bonding_masters" {
@@ -231,6 +248,7 @@ pub(super) fn load_nics(
                 .read_opt(format!("{base}/ifindex"))
                 .and_then(|s| s.parse().ok()),
             is_virtual,
+            netns: scope.netns.to_string(),
             driver: std::fs::read_link(dev_path.join("driver"))
                 .ok()
                 .and_then(|p| p.file_name().map(|f| f.to_string_lossy().to_string())),
@@ -283,7 +301,9 @@ pub(super) fn load_nics(
             nic.local_cpus = cpus.clone();
             nic.locality_source = "hwloc".into();
         }
-        for irq in irqs.iter() {
+        // IRQ names are host-wide and a pod's "eth0" is not the host's:
+        // other namespaces match IRQs by their device's MSI vectors only.
+        for irq in irqs.iter().filter(|_| scope.netns.is_empty()) {
             if names_nic(&irq.name, &name) && !nic.irqs.contains(&irq.irq) {
                 nic.irqs.push(irq.irq);
             }
@@ -291,7 +311,7 @@ pub(super) fn load_nics(
         nic.irqs.sort_unstable();
         for irq in irqs.iter_mut() {
             if nic.irqs.contains(&irq.irq) {
-                irq.nic = Some(name.clone());
+                irq.nic = Some(nic.label());
             }
         }
         for q in read_dir_names(root, &format!("{base}/queues")) {

@@ -130,6 +130,7 @@ fn summarize(frame: &mut Frame) {
         hidden_pct_total: frame.threads.iter().map(|t| t.hidden_pct).sum(),
         tasks: frame.threads.len() as u32,
         processes: frame.processes.len() as u32,
+        ..Default::default()
     };
 }
 
@@ -157,6 +158,7 @@ pub fn idle_host() -> Frame {
                 tx_packets_per_s: 2.0,
                 tx_bytes_per_s: 300.0,
                 rx_dropped_per_s: 0.0,
+                ..Default::default()
             },
             DeviceView {
                 name: "lo".into(),
@@ -494,6 +496,7 @@ pub fn busy_host_at(tick: u64) -> Frame {
                 budget: 64,
                 budget_exhausted_per_s: if q == 0 { 1_800.0 } else { 0.0 },
                 cpus,
+                ..Default::default()
             }
         })
         .chain(std::iter::once(NapiView {
@@ -505,6 +508,7 @@ pub fn busy_host_at(tick: u64) -> Frame {
             budget: 64,
             budget_exhausted_per_s: 1200.0,
             cpus: vec![3, 5],
+            ..Default::default()
         }))
         .collect();
     f.devices = vec![
@@ -515,6 +519,7 @@ pub fn busy_host_at(tick: u64) -> Frame {
             tx_packets_per_s: 90_000.0,
             tx_bytes_per_s: 6.1e6,
             rx_dropped_per_s: 120.0,
+            ..Default::default()
         },
         DeviceView {
             name: "ens1f1np1".into(),
@@ -523,6 +528,7 @@ pub fn busy_host_at(tick: u64) -> Frame {
             tx_packets_per_s: 30.0,
             tx_bytes_per_s: 4_000.0,
             rx_dropped_per_s: 0.0,
+            ..Default::default()
         },
         DeviceView {
             name: "lo".into(),
@@ -535,6 +541,7 @@ pub fn busy_host_at(tick: u64) -> Frame {
             tx_packets_per_s: 100.0,
             tx_bytes_per_s: 9_000.0,
             rx_dropped_per_s: 0.0,
+            ..Default::default()
         },
     ];
     summarize(&mut f);
