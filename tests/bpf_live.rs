@@ -121,9 +121,8 @@ fn loopback_is_inline(mode: AttachMode) {
     // Per-napi polls wait in a per-CPU cache until the sample-time flush:
     // after it, the napi table must hold what the per-CPU counters saw
     // (give or take polls that ran between the flush and the reads).
-    let napi_total = |s: &nettop::collector::bpf::Readout| -> u64 {
-        s.napi.iter().map(|n| n.polls).sum()
-    };
+    let napi_total =
+        |s: &nettop::collector::bpf::Readout| -> u64 { s.napi.iter().map(|n| n.polls).sum() };
     let cpu_total = |s: &nettop::collector::bpf::Readout| -> u64 {
         s.cpus.iter().map(|c| c.net.napi_polls).sum()
     };
@@ -174,16 +173,8 @@ fn timer_ticks_are_seen_as_system_vectors() {
     }
     std::hint::black_box(x);
     let after = c.read(&all_cpus()).expect("read");
-    let ticks: u64 = after
-        .cpus
-        .iter()
-        .map(|c| c.acct.timer_count)
-        .sum::<u64>()
-        - before
-            .cpus
-            .iter()
-            .map(|c| c.acct.timer_count)
-            .sum::<u64>();
+    let ticks: u64 = after.cpus.iter().map(|c| c.acct.timer_count).sum::<u64>()
+        - before.cpus.iter().map(|c| c.acct.timer_count).sum::<u64>();
     assert!(ticks > 0, "no local timer interrupts seen in 200 ms");
     assert_eq!(after.health.map_full, 0);
 }

@@ -912,7 +912,10 @@ fn cost_per_packet_by_hand() {
     let mut cur = sample(
         2 * S,
         Source::Bpf,
-        vec![mk(0, net(10 * MS, 10_000), 100), mk(1, net(6 * MS, 2_000), 100)],
+        vec![
+            mk(0, net(10 * MS, 10_000), 100),
+            mk(1, net(6 * MS, 2_000), 100),
+        ],
         vec![],
     );
     prev.napi = vec![

@@ -180,6 +180,7 @@ fn topo_2s() -> HostTopology {
         })
         .collect();
     HostTopology {
+        netns: Vec::new(),
         source: "live".into(),
         cpu_source: "hwloc synthetic".into(),
         online: set("0-15"),

@@ -32,7 +32,10 @@ impl CpuCost {
 
 /// Per-packet cost of a napi instance from the packets it had polled on
 /// each CPU: returns (ns per packet, NET_RX ns charged to it).
-pub fn napi_charge(work_by_cpu: &BTreeMap<u32, u64>, cpus: &BTreeMap<u32, CpuCost>) -> (Option<f64>, f64) {
+pub fn napi_charge(
+    work_by_cpu: &BTreeMap<u32, u64>,
+    cpus: &BTreeMap<u32, CpuCost>,
+) -> (Option<f64>, f64) {
     let mut ns = 0.0;
     let mut packets = 0u64;
     for (cpu, w) in work_by_cpu {

@@ -163,7 +163,7 @@ pub fn check(topo: &HostTopology, evidence: &Evidence) -> Report {
             numa_nodes: topo.numa_nodes.len(),
             isolated: topo.host.isolated(),
             irqbalance: topo.host.irqbalance.as_ref().map(|i| i.pid),
-            nics: topo.nics.iter().map(|n| n.name.clone()).collect(),
+            nics: topo.nics.iter().map(|n| n.label()).collect(),
             nic_xdp: topology::xdp::summary(&topo.nics),
             irqs: topo.irqs.len(),
             threads: topo.threads.iter().filter(|t| !t.kthread).count(),

@@ -207,18 +207,12 @@ impl<'a> Ctx<'a> {
                     continue;
                 }
                 for c in lands.iter() {
-                    irq_on
-                        .entry(c)
-                        .or_default()
-                        .push((irq.irq, nic.label()));
+                    irq_on.entry(c).or_default().push((irq.irq, nic.label()));
                 }
             }
             for q in &nic.rx_queues {
                 for c in q.rps_cpus.iter() {
-                    rps_on
-                        .entry(c)
-                        .or_default()
-                        .push((nic.label(), q.queue));
+                    rps_on.entry(c).or_default().push((nic.label(), q.queue));
                 }
             }
         }

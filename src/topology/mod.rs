@@ -462,7 +462,9 @@ impl HostTopology {
     /// A shell prefix that runs a command where `nic` lives (see
     /// [`NetnsInfo::exec_prefix`]); empty in nettop's own namespace.
     pub fn exec_prefix(&self, nic: &Nic) -> String {
-        self.netns_of(nic).map(NetnsInfo::exec_prefix).unwrap_or_default()
+        self.netns_of(nic)
+            .map(NetnsInfo::exec_prefix)
+            .unwrap_or_default()
     }
 
     pub fn irq(&self, irq: u32) -> Option<&Irq> {

@@ -185,11 +185,16 @@ pub fn enumerate_live() -> Vec<Found> {
     }
     let mut v: Vec<Found> = seen.into_values().collect();
     v.sort_by(|a, b| {
-        (a.info.kind != NetnsKind::Named, a.info.pid.unwrap_or(0), &a.info.name).cmp(&(
-            b.info.kind != NetnsKind::Named,
-            b.info.pid.unwrap_or(0),
-            &b.info.name,
-        ))
+        (
+            a.info.kind != NetnsKind::Named,
+            a.info.pid.unwrap_or(0),
+            &a.info.name,
+        )
+            .cmp(&(
+                b.info.kind != NetnsKind::Named,
+                b.info.pid.unwrap_or(0),
+                &b.info.name,
+            ))
     });
     v
 }

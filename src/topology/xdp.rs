@@ -54,7 +54,7 @@ pub struct NicXdp {
 pub fn summary(nics: &[Nic]) -> Vec<NicXdp> {
     nics.iter()
         .map(|n| NicXdp {
-            nic: n.name.clone(),
+            nic: n.label(),
             mode: n.xdp,
             progs: n.xdp_progs.clone(),
         })
