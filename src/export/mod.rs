@@ -35,7 +35,16 @@ fn metric_options(cli: &Cli) -> Options {
             cli.rows.min(MAX_TOP_TASKS)
         },
         threads: cli.threads,
+        topology: None,
     }
+}
+
+/// The device configuration a recording captured, for metrics and JSON.
+fn recorded_topology(rec: &Recording) -> Option<crate::topology::HostTopology> {
+    rec.topology()
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
 }
 
 /// Pre-rendered scrape bodies, swapped in by the sampler after each sample.
@@ -87,7 +96,12 @@ pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
         .unwrap_or_else(|_| addr.to_string());
     let mut src = crate::record::live_source(cli)?;
     let host = src.host().clone();
-    let opts = metric_options(cli);
+    let mut opts = metric_options(cli);
+    // Device configuration as of start (a topology load walks every
+    // thread; the served counters are per sample, the configuration not).
+    let mut topo_opts = crate::topology::LoadOptions::from_cli(cli);
+    topo_opts.sample = None;
+    opts.topology = crate::topology::load(&topo_opts).ok().map(Arc::new);
     let render = |prev: Option<&RawSample>, cur: &RawSample| {
         let fams = openmetrics::families(&host, prev, cur, &opts);
         Scrape {
@@ -252,11 +266,18 @@ pub fn frames(
     mut f: impl FnMut(Frame) -> anyhow::Result<()>,
     warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<u64> {
+    let topo = recorded_topology(rec);
     for_each_pair(
         rec,
         from,
         |prev, cur| match prev {
-            Some(p) if cur.mono_ns > p.mono_ns => f(crate::model::compute(host, p, cur)),
+            Some(p) if cur.mono_ns > p.mono_ns => {
+                let mut frame = crate::model::compute(host, p, cur);
+                if let Some(t) = &topo {
+                    crate::model::devconf::attach(&mut frame, t);
+                }
+                f(frame)
+            }
             _ => Ok(()),
         },
         warn,
@@ -312,7 +333,8 @@ pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Re
             )
         }
         ExportFormat::Openmetrics => {
-            let opts = metric_options(cli);
+            let mut opts = metric_options(cli);
+            opts.topology = recorded_topology(&rec).map(Arc::new);
             let mut series = openmetrics::Series::default();
             let bad = for_each_pair(
                 &rec,

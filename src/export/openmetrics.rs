@@ -74,13 +74,18 @@ impl Family {
     }
 }
 
+mod netcost;
+
 /// What to export.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Tasks exported (top-N by stolen time over the last interval).
     pub top_tasks: usize,
     /// Thread rows instead of processes.
     pub threads: bool,
+    /// Device configuration source (live topology or the recording's);
+    /// without it the configuration families are empty.
+    pub topology: Option<std::sync::Arc<crate::topology::HostTopology>>,
 }
 
 impl Default for Options {
@@ -88,6 +93,7 @@ impl Default for Options {
         Options {
             top_tasks: 20,
             threads: false,
+            topology: None,
         }
     }
 }
@@ -180,6 +186,14 @@ pub fn families(
 ) -> Vec<Family> {
     let tck = host.clk_tck.max(1) as f64;
     let mut out = Vec::new();
+    if let Some(p) = prev {
+        let mut net = crate::model::compute::network(host, p, cur);
+        if let Some(t) = &opts.topology {
+            crate::model::devconf::attach(&mut net, t);
+        }
+        out.extend(netcost::cost_families(&net));
+        out.extend(netcost::config_families(&net));
+    }
 
     let mut info = Family::new(
         "nettop_host",

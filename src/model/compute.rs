@@ -884,3 +884,20 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         health,
     }
 }
+
+/// The network part of [`compute`]: CPUs, napi instances, devices and the
+/// summary's cost figures, without tasks (whose rows the metrics exporter
+/// builds its own way). Task-derived fields stay zero.
+pub fn network(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
+    let light = |s: &RawSample| RawSample {
+        seq: s.seq,
+        mono_ns: s.mono_ns,
+        unix_ms: s.unix_ms,
+        source: s.source,
+        cpus: s.cpus.clone(),
+        napi: s.napi.clone(),
+        devices: s.devices.clone(),
+        ..Default::default()
+    };
+    compute(host, &light(prev), &light(cur))
+}

@@ -1,5 +1,5 @@
 //! The pure model: two raw samples in, one Frame of rates and percentages out.
-mod compute;
+pub mod compute;
 pub mod cost;
 pub mod devconf;
 pub mod frame;
