@@ -105,6 +105,7 @@ fn synth_families() -> Vec<openmetrics::Family> {
         &Options {
             top_tasks: 3,
             threads: false,
+            topology: None,
         },
     )
 }

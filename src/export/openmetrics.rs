@@ -186,14 +186,6 @@ pub fn families(
 ) -> Vec<Family> {
     let tck = host.clk_tck.max(1) as f64;
     let mut out = Vec::new();
-    if let Some(p) = prev {
-        let mut net = crate::model::compute::network(host, p, cur);
-        if let Some(t) = &opts.topology {
-            crate::model::devconf::attach(&mut net, t);
-        }
-        out.extend(netcost::cost_families(&net));
-        out.extend(netcost::config_families(&net));
-    }
 
     let mut info = Family::new(
         "nettop_host",
@@ -678,6 +670,14 @@ pub fn families(
             pc.push(vec![("program", p.name.clone())], p.run_cnt as f64);
         }
         out.extend([pr, pc]);
+    }
+    if let Some(p) = prev {
+        let mut net = crate::model::compute::network(host, p, cur);
+        if let Some(t) = &opts.topology {
+            crate::model::devconf::attach(&mut net, t);
+        }
+        out.extend(netcost::cost_families(&net));
+        out.extend(netcost::config_families(&net));
     }
     out
 }

@@ -381,11 +381,11 @@ pub fn decode_rule(fs: &FlowSpec) -> FlowRule {
     // TCP_V6_FLOW 5, UDP_V6_FLOW 6, SCTP_V6_FLOW 7, IPV4_USER_FLOW 0xd,
     // ETHER_FLOW 0x12.
     match ft {
-        1 | 2 | 3 => {
+        1..=3 => {
             words.push(["tcp4", "udp4", "sctp4"][ft as usize - 1].into());
             v4(&mut words, true);
         }
-        5 | 6 | 7 => {
+        5..=7 => {
             words.push(["tcp6", "udp6", "sctp6"][ft as usize - 5].into());
             v6(&mut words);
         }

@@ -21,10 +21,10 @@ fn mode(m: XdpMode) -> &'static str {
 /// `model::compute::network`).
 pub(super) fn cost_families(frame: &Frame) -> Vec<Family> {
     let mut host = Family::new(
-        "nettop_net_rx_ns_per_packet",
+        "nettop_net_rx_per_packet_seconds",
         Kind::Gauge,
-        None,
-        "NET_RX softirq nanoseconds per packet over the last interval, all CPUs",
+        Some("seconds"),
+        "NET_RX softirq time per packet over the last interval, all CPUs",
     );
     let mut gbps = Family::new(
         "nettop_net_rx_cpu_percent_per_gbps",
@@ -33,27 +33,27 @@ pub(super) fn cost_families(frame: &Frame) -> Vec<Family> {
         "NET_RX CPU (percent of one CPU) per Gbit/s received by all devices over the last interval",
     );
     if let Some(v) = frame.summary.net_rx_ns_per_packet {
-        host.push(vec![], v);
+        host.push(vec![], v / 1e9);
     }
     if let Some(v) = frame.summary.net_rx_pct_per_gbps {
         gbps.push(vec![], v);
     }
     let mut cpu = Family::new(
-        "nettop_cpu_net_rx_ns_per_packet",
+        "nettop_cpu_net_rx_per_packet_seconds",
         Kind::Gauge,
-        None,
-        "NET_RX softirq nanoseconds per packet polled on this CPU over the last interval",
+        Some("seconds"),
+        "NET_RX softirq time per packet polled on this CPU over the last interval",
     );
     for c in &frame.cpus {
         if let Some(v) = c.net_rx_ns_per_packet {
-            cpu.push(vec![("cpu", c.cpu.to_string())], v);
+            cpu.push(vec![("cpu", c.cpu.to_string())], v / 1e9);
         }
     }
     let mut dev = Family::new(
-        "nettop_device_net_rx_ns_per_packet",
+        "nettop_device_net_rx_per_packet_seconds",
         Kind::Gauge,
-        None,
-        "NET_RX nanoseconds per packet polled by the device's napi instances over the last interval",
+        Some("seconds"),
+        "NET_RX time per packet polled by the device's napi instances over the last interval",
     );
     let mut dev_gbps = Family::new(
         "nettop_device_net_rx_cpu_percent_per_gbps",
@@ -64,7 +64,7 @@ pub(super) fn cost_families(frame: &Frame) -> Vec<Family> {
     for d in &frame.devices {
         let l = || vec![("device", d.name.clone()), ("netns", d.netns.clone())];
         if let Some(v) = d.net_rx_ns_per_packet {
-            dev.push(l(), v);
+            dev.push(l(), v / 1e9);
         }
         if let Some(v) = d.net_rx_pct_per_gbps {
             dev_gbps.push(l(), v);
