@@ -18,6 +18,7 @@ pub mod record;
 pub mod rtnl;
 pub mod safefile;
 pub mod sanitize;
+pub mod service;
 pub mod signals;
 pub mod sysroot;
 pub mod ticker;
@@ -37,8 +38,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     if cli.calibrate {
         return calibrate::run_cli(cli);
     }
-    if let Some(addr) = &cli.serve {
-        return export::serve(cli, addr);
+    if cli.serve.is_some() {
+        return service::run(cli);
     }
     if let Some(file) = &cli.replay {
         if let Some(fmt) = cli.export {
@@ -49,8 +50,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         }
         return ui::run_replay(cli, file);
     }
-    if let Some(file) = &cli.record {
-        return record::run_record(cli, file);
+    if cli.record.is_some() {
+        return service::run(cli);
     }
     if cli.batch {
         return output::batch::run_live(cli);
