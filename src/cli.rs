@@ -156,12 +156,23 @@ pub struct Cli {
           default_missing_value = "127.0.0.1:9867",
           conflicts_with_all = ["replay", "batch", "pinning_check", "export"])]
     pub serve: Option<String>,
+
+    /// Packaging: write the man page (`man`) or shell completions
+    /// (`completions`) into DIR and exit.
+    #[arg(long = "generate", value_names = ["WHAT", "DIR"], num_args = 2, hide = true,
+          exclusive = true)]
+    pub generate: Vec<String>,
 }
 
 impl Cli {
     /// Parses the command line; usage errors exit 2 with clap's message.
     pub fn parse_checked() -> Cli {
-        let cli = Cli::parse();
+        use clap::FromArgMatches;
+        // `--version` adds build and host facts; `-V` stays one line. Leaked
+        // once: clap keeps a 'static string, and this runs once per process.
+        let long: &'static str = Box::leak(crate::version::long_version().into_boxed_str());
+        let matches = Cli::command().long_version(long).get_matches();
+        let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         if let Err(msg) = cli.check() {
             Cli::command()
                 .error(clap::error::ErrorKind::ArgumentConflict, msg)

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod collector;
 pub mod cpuset;
 pub mod export;
+pub mod generate;
 pub mod model;
 pub mod output;
 pub mod pinning;
@@ -25,6 +26,7 @@ pub mod ticker;
 pub mod topology;
 pub mod ui;
 pub mod units;
+pub mod version;
 
 use cli::Cli;
 
@@ -32,6 +34,9 @@ use cli::Cli;
 /// errors exit 2 with a one-line reason.
 pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     cli.check().map_err(anyhow::Error::msg)?;
+    if let [what, dir] = cli.generate.as_slice() {
+        return generate::run(what, std::path::Path::new(dir));
+    }
     if cli.pinning_check {
         return pinning::run_check(cli);
     }
