@@ -6,8 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -40,19 +39,10 @@ fn prog_ids(pid: i32) -> BTreeSet<u32> {
 }
 
 fn http_get(addr: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split(' ').nth(1)?.parse().ok()?;
-    Some((code, out))
+    common::prom::get(addr, "/metrics")
 }
 
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
+use common::prom::free_addr;
 
 /// Waits until the program-id set of `pid` is non-empty and stable.
 fn settled_prog_ids(pid: i32) -> BTreeSet<u32> {
