@@ -17,7 +17,9 @@ use nettop::model::hidden::{Basis, Calibration, ClassCost};
 use nettop::record::synth;
 
 fn fleet(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fleet").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fleet")
+        .join(rel)
 }
 
 const RULES: &str = "prometheus/nettop.rules.yml";
@@ -93,9 +95,11 @@ fn referenced(expr: &str) -> Vec<String> {
     let mut i = 0;
     while let Some(pos) = expr[i..].find("nettop") {
         let start = i + pos;
-        let boundary = start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
+        let boundary =
+            start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
         let mut end = start;
-        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_' || b[end] == b':') {
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_' || b[end] == b':')
+        {
             end += 1;
         }
         if boundary && matches!(b.get(start + 6), Some(b'_' | b':')) {
@@ -125,8 +129,14 @@ fn every_query_names_an_exported_metric_or_a_rule() {
     let known = |name: &str| exported.contains(name) || rules.contains(name);
     // The rules themselves only read what nettop exports.
     let rules_text = std::fs::read_to_string(fleet(RULES)).unwrap();
-    for l in rules_text.lines().filter(|l| !l.trim_start().starts_with('#')) {
-        let expr = l.trim().trim_start_matches("- record:").trim_start_matches("expr:");
+    for l in rules_text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+    {
+        let expr = l
+            .trim()
+            .trim_start_matches("- record:")
+            .trim_start_matches("expr:");
         for name in referenced(expr) {
             assert!(
                 known(&name) || name == "nettop",
@@ -150,8 +160,14 @@ fn every_query_names_an_exported_metric_or_a_rule() {
     let mut used_rules = BTreeSet::new();
     for p in panels {
         let title = p["title"].as_str().expect("panel title");
-        assert!(ids.insert(p["id"].as_u64().expect("panel id")), "{title}: id reused");
-        assert!(p["type"].is_string() && p["gridPos"]["w"].is_u64(), "{title}");
+        assert!(
+            ids.insert(p["id"].as_u64().expect("panel id")),
+            "{title}: id reused"
+        );
+        assert!(
+            p["type"].is_string() && p["gridPos"]["w"].is_u64(),
+            "{title}"
+        );
         let targets = p["targets"].as_array().expect("targets");
         assert!(!targets.is_empty(), "{title}: no queries");
         for t in targets {
@@ -165,7 +181,10 @@ fn every_query_names_an_exported_metric_or_a_rule() {
                 }
             }
             for v in expr.split('$').skip(1) {
-                let var: String = v.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let var: String = v
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
                 assert!(vars.contains(var.as_str()), "{title}: ${var} not defined");
             }
         }

@@ -70,7 +70,11 @@ fn deb_builds_installs_and_its_units_verify() {
     run(
         Command::new("dpkg")
             .arg(format!("--root={}", r.display()))
-            .args(["--force-not-root", "--force-depends", "--force-script-chrootless"])
+            .args([
+                "--force-not-root",
+                "--force-depends",
+                "--force-script-chrootless",
+            ])
             .arg("-i")
             .arg(&deb),
         "dpkg -i",
@@ -86,7 +90,13 @@ fn deb_builds_installs_and_its_units_verify() {
     let size = std::fs::metadata(&bin).unwrap().len();
     assert!(size <= MAX_BINARY, "installed binary is {size} bytes");
     let version = run(Command::new(&bin).arg("--version"), "nettop --version");
-    for want in ["nettop 0.1.0", "commit:", "libbpf:", "hwloc:", "BPF attach:"] {
+    for want in [
+        "nettop 0.1.0",
+        "commit:",
+        "libbpf:",
+        "hwloc:",
+        "BPF attach:",
+    ] {
         assert!(version.contains(want), "{want} missing from {version}");
     }
     // Built from this checkout: the commit is known.
@@ -94,16 +104,13 @@ fn deb_builds_installs_and_its_units_verify() {
         assert!(!version.contains("commit:      unknown"), "{version}");
     }
     // Its debug info is in the dbgsym package, under its build id.
-    let ddeb = deb
-        .parent()
-        .unwrap()
-        .join(
-            deb.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .replace("nettop_", "nettop-dbgsym_")
-                .replace(".deb", ".ddeb"),
-        );
+    let ddeb = deb.parent().unwrap().join(
+        deb.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace("nettop_", "nettop-dbgsym_")
+            .replace(".deb", ".ddeb"),
+    );
     let listing = run(Command::new("dpkg-deb").arg("-c").arg(&ddeb), "dpkg-deb -c");
     let notes = run(Command::new("readelf").arg("-n").arg(&bin), "readelf -n");
     let id = notes
@@ -112,12 +119,18 @@ fn deb_builds_installs_and_its_units_verify() {
         .expect("binary has a build id")
         .to_string();
     let debug_file = format!("usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
-    assert!(listing.contains(&debug_file), "{debug_file} not in\n{listing}");
+    assert!(
+        listing.contains(&debug_file),
+        "{debug_file} not in\n{listing}"
+    );
 
     // The man page renders and documents the service flags.
     let man = r.join("usr/share/man/man1/nettop.1.gz");
     let page = run(
-        Command::new("man").arg("-l").arg(&man).env("MANWIDTH", "100"),
+        Command::new("man")
+            .arg("-l")
+            .arg(&man)
+            .env("MANWIDTH", "100"),
         "man -l",
     );
     for want in ["NAME", "nettop", "--record", "--keep-for", "--serve"] {
@@ -173,7 +186,12 @@ fn deb_builds_installs_and_its_units_verify() {
     run(
         Command::new("dpkg")
             .arg(format!("--root={}", r.display()))
-            .args(["--force-not-root", "--force-script-chrootless", "--purge", "nettop"]),
+            .args([
+                "--force-not-root",
+                "--force-script-chrootless",
+                "--purge",
+                "nettop",
+            ]),
         "dpkg --purge",
     );
     assert!(!bin.exists());

@@ -195,7 +195,12 @@ fn record_and_serve_share_one_collector() {
     assert!(!last.is_empty());
     for p in &last {
         let rec = Recording::open(p).unwrap();
-        assert!(rec.closed_cleanly(), "{}: {:?}", p.display(), rec.warnings());
+        assert!(
+            rec.closed_cleanly(),
+            "{}: {:?}",
+            p.display(),
+            rec.warnings()
+        );
         let out = common::run::output_within(
             Command::new(env!("CARGO_BIN_EXE_nettop"))
                 .arg("--replay")
@@ -220,7 +225,9 @@ fn record_and_serve_share_one_collector() {
         "{T}: {} BPF programs in one process, {scrapes} scrapes while rotating, \
          parts left {:?}\n",
         both.len(),
-        last.iter().map(|p| p.file_name().unwrap()).collect::<Vec<_>>()
+        last.iter()
+            .map(|p| p.file_name().unwrap())
+            .collect::<Vec<_>>()
     ));
 }
 
@@ -253,10 +260,85 @@ fn record_and_serve_without_bpf_in_a_fixture_sysroot() {
     assert!(answered, "no scrape while recording");
     let status = svc.0.wait().unwrap();
     let mut err = String::new();
-    svc.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    svc.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("wrote 30 snapshots"), "{err}");
     let rec = Recording::open(&f).unwrap();
     assert_eq!(rec.len(), 30);
     assert!(rec.closed_cleanly());
+}
+
+/// What the systemd units grant is enough: as an unprivileged user with
+/// only CAP_BPF and CAP_PERFMON (ambient, as `AmbientCapabilities=` sets
+/// them), record+serve loads BPF, records and serves; with only one of
+/// the two it is refused.
+#[test]
+fn two_capabilities_are_enough_for_record_and_serve() {
+    const T: &str = "two_capabilities_are_enough_for_record_and_serve";
+    if !common::is_root() {
+        common::skip(T, "needs root to drop to a user with chosen capabilities");
+        return;
+    }
+    if !common::netns::have_program("setpriv") {
+        common::skip(T, "setpriv (util-linux) not installed");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    const NOBODY: u32 = 65534;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (rec, cache) = (tmp.path().join("rec"), tmp.path().join("cache"));
+    for d in [&rec, &cache] {
+        std::fs::create_dir(d).unwrap();
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let run_as = |caps: &str, addr: &str| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(format!("--inh-caps=-all,{caps}"))
+            .arg(format!("--ambient-caps=-all,{caps}"))
+            .arg(format!("--bounding-set=-all,{caps}"))
+            .arg(env!("CARGO_BIN_EXE_nettop"))
+            .env("NETTOP_CACHE_DIR", &cache)
+            .arg("--record")
+            .arg(format!("{}/", rec.display()))
+            .args(["--serve", addr, "-d", "0.25", "-n", "12"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    };
+    let addr = free_addr();
+    let child = run_as("+bpf,+perfmon", &addr).spawn().unwrap();
+    let t0 = Instant::now();
+    let mut scraped = None;
+    while t0.elapsed() < Duration::from_secs(60) && scraped.is_none() {
+        scraped = http_get(&addr).filter(|(c, _)| *c == 200).map(|(_, b)| b);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = common::run::wait_output(child, Duration::from_secs(60), "nettop as nobody");
+    let err = common::run::stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let body = scraped.unwrap_or_else(|| panic!("no scrape as nobody: {err}"));
+    assert!(body.contains("source=\"bpf\""), "not the BPF collector");
+    assert!(body.contains("nettop_cpu_traced_hardirq_seconds_total"));
+    let files = parts(&rec);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().uid(), NOBODY);
+    assert_eq!(Recording::open(&files[0]).unwrap().len(), 12);
+    for one in ["+bpf", "+perfmon"] {
+        let out = common::run::output_within(
+            &mut run_as(one, &free_addr()),
+            Duration::from_secs(60),
+            "nettop with one capability",
+        );
+        let err = common::run::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{one}: {err}");
+        assert!(err.contains("CAP_BPF and CAP_PERFMON"), "{one}: {err}");
+    }
 }

@@ -247,7 +247,9 @@ mod tests {
         std::fs::write(d.path().join("notes.txt"), "x").unwrap();
         let fake = d.path().join("nettop-20000101-000000.rec");
         std::fs::write(&fake, "not a recording").unwrap();
-        let live = d.path().join(part_name(1_716_296_645_678 + 6 * 86_400_000, false));
+        let live = d
+            .path()
+            .join(part_name(1_716_296_645_678 + 6 * 86_400_000, false));
         std::fs::write(&live, "").unwrap();
 
         let keep3 = Retention {

@@ -136,7 +136,8 @@ pub fn record_with(
 /// `--record` and/or `--serve` from the command line.
 pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     let target = cli.record.as_deref().map(Target::of);
-    let service = target.is_some() && (cli.serve.is_some() || matches!(target, Some(Target::Dir(_))));
+    let service =
+        target.is_some() && (cli.serve.is_some() || matches!(target, Some(Target::Dir(_))));
     let sched = Schedule {
         interval: Duration::from_secs_f64(cli.delay),
         count: cli.iterations,
@@ -168,7 +169,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     // Bind and create the first part before loading BPF: a busy port or an
     // unwritable path fails first.
     let listener = cli.serve.as_deref().map(serve::bind).transpose()?;
-    let opts = target.as_ref().map(|t| record_options(cli, t)).transpose()?;
+    let opts = target
+        .as_ref()
+        .map(|t| record_options(cli, t))
+        .transpose()?;
     let recorder = match (&target, &opts) {
         (Some(t), Some(o)) => Some(Recorder::create(t, o, retention)?),
         _ => None,
@@ -191,7 +195,13 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         )?),
         None => None,
     };
-    announce(cli, recorder.as_ref(), endpoint.as_ref(), &retention, service);
+    announce(
+        cli,
+        recorder.as_ref(),
+        endpoint.as_ref(),
+        &retention,
+        service,
+    );
     let progress = !service && recorder.is_some() && std::io::stderr().is_terminal();
     let status = status_line(recorder.as_ref(), endpoint.as_ref());
     let mut on_event = |ev: Event<'_>| match ev {
@@ -213,7 +223,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             }
         }
         Event::Reopened { recorder } => {
-            log::notice(&format!("SIGHUP: now recording to {}", recorder.path().display()));
+            log::notice(&format!(
+                "SIGHUP: now recording to {}",
+                recorder.path().display()
+            ));
         }
     };
     let res = match recorder {
@@ -327,15 +340,15 @@ fn announce(
             s.push_str(&format!(", keeping {} old parts", ret.keep));
         }
         if let Some(d) = ret.keep_for {
-            s.push_str(&format!(
-                " for at most {}",
-                humantime::format_duration(d)
-            ));
+            s.push_str(&format!(" for at most {}", humantime::format_duration(d)));
         }
         what.push(s);
     }
     if let Some(e) = ep {
-        what.push(format!("serving OpenMetrics at http://{}/metrics", e.bound()));
+        what.push(format!(
+            "serving OpenMetrics at http://{}/metrics",
+            e.bound()
+        ));
     }
     let stop = if service {
         "SIGTERM stops, SIGHUP reopens the recording"

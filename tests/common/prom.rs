@@ -38,7 +38,10 @@ pub fn start_prometheus(dir: &Path, config: &str) -> (Guard, String) {
     let web = free_addr();
     let child = Command::new("prometheus")
         .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
         .arg(format!("--web.listen-address={web}"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
