@@ -76,10 +76,13 @@ pub fn bind(addr: &str) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("--serve: cannot listen on {addr}: {e}"))
 }
 
-/// A running endpoint.
+/// An endpoint: the HTTP loop starts with the first scrape body, so every
+/// request is answered with data (connections made before wait in the
+/// listen backlog; the port is bound from the start).
 pub struct Endpoint {
     scrape: Arc<Mutex<Option<Scrape>>>,
-    http: JoinHandle<()>,
+    pending: Option<TcpListener>,
+    http: Option<JoinHandle<()>>,
     listener_error: Arc<Mutex<Option<String>>>,
     stop: Arc<AtomicBool>,
     bound: String,
@@ -88,50 +91,54 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Starts answering on `listener`. Setting `stop` ends the HTTP loop;
-    /// the loop sets it itself if the listening socket fails.
-    pub fn start(
+    /// An endpoint on `listener`, answering from the first [`Endpoint::update`]
+    /// on. Setting `stop` ends the HTTP loop; the loop sets it itself if the
+    /// listening socket fails.
+    pub fn new(
         listener: TcpListener,
         host: HostInfo,
         opts: Options,
         stop: Arc<AtomicBool>,
-    ) -> anyhow::Result<Endpoint> {
+    ) -> Endpoint {
         let bound = listener
             .local_addr()
             .map(|a| a.to_string())
             .unwrap_or_else(|_| "?".into());
-        let scrape: Arc<Mutex<Option<Scrape>>> = Arc::default();
-        let listener_error: Arc<Mutex<Option<String>>> = Arc::default();
-        let limits = http::Limits::default().fit_fd_limit();
-        let http = {
-            let (stop, scrape, err) = (
-                Arc::clone(&stop),
-                Arc::clone(&scrape),
-                Arc::clone(&listener_error),
-            );
-            std::thread::Builder::new()
-                .name("nettop-http".into())
-                .spawn(move || {
-                    let handler = |r: &http::Request| route(r, &scrape);
-                    if let Err(e) = http::run(&listener, &handler, &stop, &limits) {
-                        if let Ok(mut g) = err.lock() {
-                            *g = Some(e.to_string());
-                        }
-                        // Without a listener there is no endpoint: end the run.
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                })
-                .context("--serve: cannot start the HTTP thread")?
-        };
-        Ok(Endpoint {
-            scrape,
-            http,
-            listener_error,
+        Endpoint {
+            scrape: Arc::default(),
+            pending: Some(listener),
+            http: None,
+            listener_error: Arc::default(),
             stop,
             bound,
             host,
             opts,
-        })
+        }
+    }
+
+    /// Starts the HTTP loop on its one thread.
+    fn start(&mut self, listener: TcpListener) -> anyhow::Result<()> {
+        let limits = http::Limits::default().fit_fd_limit();
+        let (stop, scrape, err) = (
+            Arc::clone(&self.stop),
+            Arc::clone(&self.scrape),
+            Arc::clone(&self.listener_error),
+        );
+        let h = std::thread::Builder::new()
+            .name("nettop-http".into())
+            .spawn(move || {
+                let handler = |r: &http::Request| route(r, &scrape);
+                if let Err(e) = http::run(&listener, &handler, &stop, &limits) {
+                    if let Ok(mut g) = err.lock() {
+                        *g = Some(e.to_string());
+                    }
+                    // Without a listener there is no endpoint: end the run.
+                    stop.store(true, Ordering::Relaxed);
+                }
+            })
+            .context("--serve: cannot start the HTTP thread")?;
+        self.http = Some(h);
+        Ok(())
     }
 
     /// The address actually bound (port 0 resolved).
@@ -139,8 +146,9 @@ impl Endpoint {
         &self.bound
     }
 
-    /// Renders the scrape for the interval `prev` → `cur`.
-    pub fn update(&self, prev: Option<&RawSample>, cur: &RawSample) {
+    /// Renders the scrape for the interval `prev` → `cur`; the first call
+    /// starts answering.
+    pub fn update(&mut self, prev: Option<&RawSample>, cur: &RawSample) -> anyhow::Result<()> {
         let fams = openmetrics::families(&self.host, prev, cur, &self.opts);
         let s = Scrape {
             openmetrics: Arc::from(openmetrics::render(&fams, Flavor::OpenMetrics).into_bytes()),
@@ -149,12 +157,18 @@ impl Endpoint {
         if let Ok(mut g) = self.scrape.lock() {
             *g = Some(s);
         }
+        match self.pending.take() {
+            Some(l) => self.start(l),
+            None => Ok(()),
+        }
     }
 
     /// Stops the HTTP loop; an error if the listener had failed.
     pub fn finish(self) -> anyhow::Result<()> {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.http.join();
+        if let Some(h) = self.http {
+            let _ = h.join();
+        }
         if let Some(e) = self.listener_error.lock().ok().and_then(|mut g| g.take()) {
             anyhow::bail!("--serve: the HTTP listener on {} failed: {e}", self.bound);
         }

@@ -56,7 +56,7 @@ pub enum Event<'a> {
 pub fn run_loop(
     src: &mut dyn SampleSource,
     mut recorder: Option<&mut Recorder>,
-    endpoint: Option<&Endpoint>,
+    mut endpoint: Option<&mut Endpoint>,
     sched: &Schedule,
     stop: &AtomicBool,
     reopen: Option<&AtomicBool>,
@@ -78,8 +78,8 @@ pub fn run_loop(
         if let Some(r) = recorder.as_deref_mut() {
             r.push(prev.as_ref(), &cur)?;
         }
-        if let Some(e) = endpoint {
-            e.update(prev.as_ref(), &cur);
+        if let Some(e) = endpoint.as_deref_mut() {
+            e.update(prev.as_ref(), &cur)?;
         }
         n += 1;
         on_event(Event::Sampled {
@@ -105,7 +105,7 @@ pub fn run_loop(
 pub fn record_with(
     mut recorder: Recorder,
     src: &mut dyn SampleSource,
-    endpoint: Option<&Endpoint>,
+    endpoint: Option<&mut Endpoint>,
     sched: &Schedule,
     stop: &AtomicBool,
     reopen: Option<&AtomicBool>,
@@ -186,15 +186,14 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             return Err(e);
         }
     };
-    let endpoint = match listener {
-        Some(l) => Some(Endpoint::start(
+    let mut endpoint = listener.map(|l| {
+        Endpoint::new(
             l,
             src.host().clone(),
             serve::metric_options(cli),
             std::sync::Arc::clone(&stop),
-        )?),
-        None => None,
-    };
+        )
+    });
     announce(
         cli,
         recorder.as_ref(),
@@ -233,7 +232,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         Some(r) => record_with(
             r,
             src.as_mut(),
-            endpoint.as_ref(),
+            endpoint.as_mut(),
             &sched,
             &stop,
             reopen.as_deref(),
@@ -243,7 +242,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         None => run_loop(
             src.as_mut(),
             None,
-            endpoint.as_ref(),
+            endpoint.as_mut(),
             &sched,
             &stop,
             None,
