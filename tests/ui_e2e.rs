@@ -180,10 +180,10 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     // The first interval has been measured once the status line shows it.
     let s = t.wait_text("interval ");
     assert!(
-        s.contains("TOP%▼") && s.contains("TRUE%") && s.contains("STOLEN%"),
+        s.contains("TOP%▼") && s.contains("TRUE~%") && s.contains("STOLEN~%"),
         "{s}"
     );
-    assert!(s.contains("IRQ_TIME_ACCOUNTING"), "status line:\n{s}");
+    assert!(s.contains("regime "), "status line:\n{s}");
     assert!(s.contains("/proc only"), "status line:\n{s}");
     assert_eq!(t.format("#{alternate_on}"), "1");
     // Real data: nettop itself is a process on screen once filtered.

@@ -3,10 +3,11 @@
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
+use nettop::output::columns::ProcColumn as Column;
 use nettop::ui::app::{Action, App, Mode, Options, Theme};
 use nettop::ui::fixtures;
 use nettop::ui::views::View;
-use nettop::ui::views::processes::{Column, Src};
+use nettop::ui::views::processes::Src;
 
 fn app(h: u16) -> App {
     let mut a = App::new(Options {
@@ -66,6 +67,8 @@ fn sort_moves_between_columns_and_reverses() {
     let pos = |a: &App| comms(a).iter().position(|c| c == "openssl").unwrap();
     assert_eq!(pos(&a), 1); // 98 % in top's eyes, after vpp's 3 threads
     key(&mut a, KeyCode::Char('>'));
+    assert_eq!(a.sort.column, Column::OnCpu);
+    key(&mut a, KeyCode::Char('>'));
     assert_eq!(a.sort.column, Column::True);
     assert!(a.sort.descending);
     // By what it really got, vpp is far ahead of openssl.
@@ -106,7 +109,7 @@ fn sort_picker_picks_stolen() {
     key(&mut a, KeyCode::Char('F'));
     assert!(matches!(a.mode, Mode::SortPicker(_)));
     key(&mut a, KeyCode::Home);
-    for _ in 0..5 {
+    for _ in 0..6 {
         key(&mut a, KeyCode::Down);
     }
     key(&mut a, KeyCode::Enter);

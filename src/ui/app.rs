@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::views::cpus::CpuRows;
 use super::views::devices::{self, DevRow, DevTopo};
-use super::views::processes::{self, Column, Src, TaskRow};
+use super::views::processes::{self, Src, TaskRow};
 use super::views::{LineKind, View, pinning, topology};
 use crate::model::frame::{Frame, TaskView};
+use crate::output::columns::ProcColumn;
 
 /// Samples of per-CPU history kept for sparklines.
 pub const HISTORY_LEN: usize = 120;
@@ -73,7 +74,7 @@ pub struct ReplayPos {
 /// Sort order of the Processes view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortKey {
-    pub column: Column,
+    pub column: ProcColumn,
     pub descending: bool,
 }
 
@@ -170,7 +171,7 @@ impl App {
             threads: opts.threads,
             tree: false,
             sort: SortKey {
-                column: Column::Top,
+                column: ProcColumn::Top,
                 descending: true,
             },
             filter: String::new(),
@@ -275,17 +276,6 @@ impl App {
         }
     }
 
-    pub fn user_name(&self, uid: u32) -> String {
-        self.users
-            .get(&uid)
-            .cloned()
-            .unwrap_or_else(|| uid.to_string())
-    }
-
-    pub fn node_of(&self, cpu: u32) -> Option<u32> {
-        self.cpu_rows.node.get(cpu as usize).copied().flatten()
-    }
-
     pub(crate) fn set_view(&mut self, v: View) {
         self.view = v;
         self.clamp(v);
@@ -341,12 +331,12 @@ impl App {
     }
 
     pub(crate) fn shift_sort(&mut self, d: isize) {
-        let n = Column::ALL.len() as isize;
+        let n = ProcColumn::ALL.len() as isize;
         let i = (self.sort.column.pos() as isize + d).clamp(0, n - 1) as usize;
-        self.set_sort(Column::ALL[i]);
+        self.set_sort(ProcColumn::ALL[i]);
     }
 
-    pub(crate) fn set_sort(&mut self, c: Column) {
+    pub(crate) fn set_sort(&mut self, c: ProcColumn) {
         if self.sort.column != c {
             self.sort = SortKey {
                 column: c,

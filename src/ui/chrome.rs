@@ -11,8 +11,8 @@ use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
 use super::keymap;
 use super::style::{STOLEN_MARK_PCT, Sty};
 use super::views::View;
-use super::views::processes::Column;
 use crate::model::raw::Regime;
+use crate::output::columns::ProcColumn;
 use crate::output::format::{fmt_pct, fmt_rate, hms};
 
 /// Below the smallest terminal the TUI draws into, a note instead.
@@ -135,13 +135,14 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         ));
         spans.push(Span::raw(" "));
     }
-    let (regime, note_style) = match app.frame.as_ref().map(|f| f.regime) {
-        Some(Regime::IrqTimeAccounting) => ("on", Style::new()),
-        Some(Regime::TickBased) => ("off", Style::new()),
-        _ => ("unknown", s.warn()),
+    let regime = app.frame.as_ref().map_or(Regime::Unknown, |f| f.regime);
+    let note_style = if regime == Regime::Unknown {
+        s.warn()
+    } else {
+        Style::new()
     };
     spans.push(Span::styled(
-        format!("IRQ_TIME_ACCOUNTING {regime}"),
+        format!("regime {}", regime.name()),
         note_style,
     ));
     if let Some(f) = app.frame.as_ref().filter(|f| !f.hidden_note.is_empty()) {
@@ -304,9 +305,9 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
 }
 
 pub(crate) fn draw_picker(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, sel: usize) {
-    let r = centered(area, 60, Column::ALL.len() as u16 + 2);
+    let r = centered(area, 60, ProcColumn::ALL.len() as u16 + 2);
     f.render_widget(Clear, r);
-    let lines: Vec<Line> = Column::ALL
+    let lines: Vec<Line> = ProcColumn::ALL
         .iter()
         .enumerate()
         .map(|(i, c)| {

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{Action, App, Mode};
 use super::views::View;
-use super::views::processes::Column;
+use crate::output::columns::ProcColumn;
 
 impl App {
     pub(crate) fn key_filter(&mut self, k: KeyEvent, mut buf: String) {
@@ -86,14 +86,14 @@ impl App {
     }
 
     pub(crate) fn key_picker(&mut self, k: KeyEvent, i: usize) {
-        let n = Column::ALL.len();
+        let n = ProcColumn::ALL.len();
         match k.code {
             KeyCode::Up | KeyCode::Char('k') => self.mode = Mode::SortPicker(i.saturating_sub(1)),
             KeyCode::Down | KeyCode::Char('j') => self.mode = Mode::SortPicker((i + 1).min(n - 1)),
             KeyCode::Home => self.mode = Mode::SortPicker(0),
             KeyCode::End => self.mode = Mode::SortPicker(n - 1),
             KeyCode::Enter | KeyCode::Char('s') | KeyCode::Char('F') => {
-                self.set_sort(Column::ALL[i.min(n - 1)]);
+                self.set_sort(ProcColumn::ALL[i.min(n - 1)]);
             }
             KeyCode::Esc | KeyCode::Char('q') => {}
             _ => self.mode = Mode::SortPicker(i),

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::View;
+use super::{View, mark_selected, on_screen};
 use crate::model::frame::{CpuView, Frame};
 use crate::output::format::{fmt_pct, fmt_rate};
 use crate::ui::app::App;
@@ -29,12 +29,8 @@ impl CpuRows {
         let Some(f) = frame else {
             return CpuRows::default();
         };
-        let max = f.cpus.iter().map(|c| c.cpu + 1).max().unwrap_or(0) as usize;
-        let mut node = vec![None; max];
-        for c in &f.cpus {
-            node[c.cpu as usize] = c.node;
-        }
-        let mut by_cpu: Vec<Vec<(String, f64)>> = vec![Vec::new(); max];
+        let node = crate::output::columns::cpu_nodes(f);
+        let mut by_cpu: Vec<Vec<(String, f64)>> = vec![Vec::new(); node.len()];
         for t in f.finest_rows() {
             if t.stolen_pct >= 1.0
                 && let Some(v) = by_cpu.get_mut(t.last_cpu as usize)
@@ -205,24 +201,12 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         );
         return;
     };
-    let visible = area.height.saturating_sub(1) as usize;
-    let pos = app.pos[View::Cpus.index()];
-    let rows: Vec<Row> = frame
-        .cpus
-        .iter()
-        .enumerate()
-        .skip(pos.offset)
-        .take(visible)
-        .map(|(i, c)| {
+    let rows: Vec<Row> = on_screen(app, View::Cpus, area, &frame.cpus)
+        .map(|(c, selected)| {
             let cells = cols
                 .iter()
                 .map(|col| cpu_cell(app, s, c, *col, spec(*col).0 as usize));
-            let row = Row::new(cells.collect::<Vec<_>>());
-            if i == pos.selected {
-                row.style(s.selected())
-            } else {
-                row
-            }
+            mark_selected(Row::new(cells.collect::<Vec<_>>()), selected, s)
         })
         .collect();
     let widths: Vec<Constraint> = cols

@@ -11,7 +11,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::View;
+use super::{View, mark_selected, on_screen};
 use crate::model::frame::Frame;
 use crate::output::format::fmt_rate;
 use crate::topology::HostTopology;
@@ -167,17 +167,10 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
         return;
     };
-    let visible = area.height.saturating_sub(1) as usize;
-    let pos = app.pos[View::Devices.index()];
     let topo = app.extras.devices.as_ref();
     let w = |i: usize| COLS[i].1 as usize;
-    let rows: Vec<Row> = app
-        .dev_rows
-        .iter()
-        .enumerate()
-        .skip(pos.offset)
-        .take(visible)
-        .map(|(i, r)| {
+    let rows: Vec<Row> = on_screen(app, View::Devices, area, &app.dev_rows)
+        .map(|(r, selected)| {
             let cells: Vec<Cell> = match r {
                 DevRow::Device(name, idx) => {
                     let mut c = device_cells(frame, s, name, *idx, &w);
@@ -186,12 +179,7 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                 }
                 DevRow::Napi(j) => napi_cells(frame, s, *j, &w),
             };
-            let row = Row::new(kept(cells));
-            if i == pos.selected {
-                row.style(s.selected())
-            } else {
-                row
-            }
+            mark_selected(Row::new(kept(cells)), selected, s)
         })
         .collect();
     f.render_widget(

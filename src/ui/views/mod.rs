@@ -23,7 +23,7 @@ use ratatui::Frame as TermFrame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Row};
 
 use super::app::App;
 use super::style::Sty;
@@ -89,6 +89,33 @@ impl View {
             View::Topology => draw_text(f, app, s, area, &app.topo_lines),
             View::Pinning => draw_text(f, app, s, area, &app.pin_lines),
         }
+    }
+}
+
+/// The items of a table view that fit below its header row, from the
+/// view's scroll offset, each with whether it is the selected one.
+pub(crate) fn on_screen<T>(
+    app: &App,
+    view: View,
+    area: Rect,
+    items: impl IntoIterator<Item = T>,
+) -> impl Iterator<Item = (T, bool)> {
+    let pos = app.pos[view.index()];
+    let visible = area.height.saturating_sub(1) as usize;
+    items
+        .into_iter()
+        .enumerate()
+        .skip(pos.offset)
+        .take(visible)
+        .map(move |(i, t)| (t, i == pos.selected))
+}
+
+/// A table row, reversed when selected.
+pub(crate) fn mark_selected<'a>(row: Row<'a>, selected: bool, s: &Sty) -> Row<'a> {
+    if selected {
+        row.style(s.selected())
+    } else {
+        row
     }
 }
 

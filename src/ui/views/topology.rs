@@ -13,14 +13,11 @@ use crate::topology::{HostTopology, XdpMode};
 
 pub(crate) const HEADER: &str = "Topology: NUMA nodes → CPUs, where napi polling and pinned tasks sit (pinned task sharing a NET_RX CPU highlighted)";
 
+/// A cache size in the one size syntax ([`crate::units`]), exact.
 fn size(bytes: Option<u64>) -> String {
-    match bytes {
-        Some(b) if b >= 1 << 30 => format!(" {:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        Some(b) if b >= 1 << 20 => format!(" {} MiB", b >> 20),
-        Some(b) if b >= 1 << 10 => format!(" {} KiB", b >> 10),
-        Some(b) => format!(" {b} B"),
-        None => String::new(),
-    }
+    bytes.map_or(String::new(), |b| {
+        format!(" {}", crate::units::human_bytes(b))
+    })
 }
 
 fn xdp(m: XdpMode) -> &'static str {
@@ -259,7 +256,7 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
 pub fn frame_lines(frame: Option<&Frame>) -> Vec<(LineKind, String)> {
     let mut out = vec![(
         LineKind::Note,
-        "hwloc topology (caches, cores, NIC locality, queue IRQs) is not available yet; showing NUMA placement from the model.".to_string(),
+        "Loading the hwloc topology (caches, cores, NIC locality, queue IRQs); until it arrives, NUMA placement from the counters.".to_string(),
     )];
     let Some(f) = frame else {
         return out;
