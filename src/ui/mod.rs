@@ -11,7 +11,7 @@
 
 pub mod app;
 pub mod chrome;
-#[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod fixtures;
 pub mod keymap;
 pub mod prompt;
