@@ -1,5 +1,7 @@
 //! Batch text and JSON front ends.
 pub mod batch;
 pub mod calibration;
+pub mod columns;
+pub mod format;
 pub mod json;
 pub mod text;
