@@ -5,11 +5,48 @@
 //! BTF from the build machine's kernel.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use libbpf_cargo::SkeletonBuilder;
 
+/// `git` in the crate's directory, trimmed stdout, or `None`.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .ok()?;
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
+}
+
+/// The commit for `--version`: "unknown" when building from a tarball (no
+/// .git, or a .git of some enclosing repository that is not this crate's).
+/// Reruns when HEAD or the branch it points to moves.
+fn git_hash() -> String {
+    let top = git(&["rev-parse", "--show-toplevel"]).map(PathBuf::from);
+    let ours = top.is_some_and(|t| {
+        t.canonicalize().ok() == Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().ok()
+    });
+    if !ours {
+        return "unknown".into();
+    }
+    let mut watch = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    watch.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for w in watch {
+        if let Some(p) = git(&["rev-parse", "--path-format=absolute", "--git-path", &w])
+            && Path::new(&p).exists()
+        {
+            println!("cargo:rerun-if-changed={p}");
+        }
+    }
+    git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into())
+}
+
 fn main() {
+    println!("cargo:rustc-env=NETTOP_GIT_HASH={}", git_hash());
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let target_arch = match arch.as_str() {

@@ -8,10 +8,13 @@ export DEBIAN_FRONTEND=noninteractive
 # hwloc's static link wants). Run/test: bpftool, iproute2 (ip netns),
 # iperf3 (accuracy test traffic), util-linux (taskset), procps (top),
 # tmux (TUI tests), hwloc, prometheus (promtool for --serve output), atop.
+# Packaging test: systemd (systemd-analyze verify), man-db (man -l),
+# binutils (readelf) and dpkg-dev (cargo-deb's dpkg-shlibdeps).
 APT_PACKAGES=(
     build-essential ca-certificates curl git
     clang llvm libelf-dev zlib1g-dev pkg-config libhwloc-dev libudev-dev
     bpftool iproute2 iperf3 util-linux procps tmux hwloc prometheus atop jq
+    systemd man-db binutils dpkg-dev
 )
 
 install_system_packages() {
@@ -38,6 +41,15 @@ install_rust() {
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
+}
+
+# cargo-deb builds the .deb (scripts/package.sh, tests/packaging.rs). A
+# fresh machine compiles it once: about 6.5 minutes on the 2 shared cores
+# of the development VM.
+install_cargo_deb() {
+    command -v cargo-deb >/dev/null && return 0
+    echo ">>> cargo install cargo-deb --locked"
+    cargo install cargo-deb --locked
 }
 
 # BPF tracepoint attach works without tracefs (tp_btf/raw_tp), but bpftool

@@ -12,6 +12,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 install_system_packages
 install_rust
+install_cargo_deb
 mount_tracefs
 
 # Tests that need root/BPF/netns fail instead of skipping.

@@ -114,19 +114,33 @@ pub struct Cli {
           conflicts_with_all = ["replay", "batch", "serve"])]
     pub hwloc_synthetic: Option<String>,
 
-    /// Append raw snapshots to FILE (zstd-compressed if it ends in .zst).
-    #[arg(long = "record", value_name = "FILE", conflicts_with_all = ["replay", "export"])]
+    /// Append raw snapshots to FILE (zstd-compressed if it ends in .zst), or
+    /// to daily files in DIR (an existing directory, or a path ending in /).
+    #[arg(long = "record", value_name = "FILE|DIR", conflicts_with_all = ["replay", "export"])]
     pub record: Option<PathBuf>,
 
     /// Stop recording after this long (e.g. 30s, 10m, 2h).
     #[arg(long = "duration", value_name = "D", requires = "record",
-          conflicts_with_all = ["batch", "serve", "replay", "pinning_check", "export"])]
+          conflicts_with_all = ["batch", "replay", "pinning_check", "export"])]
     pub duration: Option<String>,
 
-    /// Rotate the recording when it reaches this size (e.g. 100M, 1G).
+    /// Start a new part when the recording reaches this size (e.g. 100M, 1G).
     #[arg(long = "max-size", value_name = "SIZE", requires = "record",
-          conflicts_with_all = ["batch", "serve", "replay", "pinning_check", "export"])]
+          conflicts_with_all = ["batch", "replay", "pinning_check", "export"])]
     pub max_size: Option<String>,
+
+    /// Finished recording parts to keep besides the live one (default 4);
+    /// older ones are deleted.
+    #[arg(long = "keep", value_name = "N", requires = "record",
+          value_parser = crate::service::parse_keep,
+          conflicts_with_all = ["batch", "replay", "pinning_check", "export"])]
+    pub keep: Option<u32>,
+
+    /// Delete finished recording parts last written longer ago than this (e.g. 7d).
+    #[arg(long = "keep-for", value_name = "D", requires = "record",
+          value_parser = crate::service::parse_keep_for,
+          conflicts_with_all = ["batch", "replay", "pinning_check", "export"])]
+    pub keep_for: Option<std::time::Duration>,
 
     /// Show a recording instead of live data.
     #[arg(long = "replay", value_name = "FILE", conflicts_with_all = ["serve", "live_only"])]
@@ -142,12 +156,23 @@ pub struct Cli {
           default_missing_value = "127.0.0.1:9867",
           conflicts_with_all = ["replay", "batch", "pinning_check", "export"])]
     pub serve: Option<String>,
+
+    /// Packaging: write the man page (`man`) or shell completions
+    /// (`completions`) into DIR and exit.
+    #[arg(long = "generate", value_names = ["WHAT", "DIR"], num_args = 2, hide = true,
+          exclusive = true)]
+    pub generate: Vec<String>,
 }
 
 impl Cli {
     /// Parses the command line; usage errors exit 2 with clap's message.
     pub fn parse_checked() -> Cli {
-        let cli = Cli::parse();
+        use clap::FromArgMatches;
+        // `--version` adds build and host facts; `-V` stays one line. Leaked
+        // once: clap keeps a 'static string, and this runs once per process.
+        let long: &'static str = Box::leak(crate::version::long_version().into_boxed_str());
+        let matches = Cli::command().long_version(long).get_matches();
+        let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         if let Err(msg) = cli.check() {
             Cli::command()
                 .error(clap::error::ErrorKind::ArgumentConflict, msg)
@@ -158,13 +183,6 @@ impl Cli {
 
     /// Combinations clap's rules do not express with a useful message.
     pub fn check(&self) -> Result<(), String> {
-        if self.serve.is_some() && self.record.is_some() {
-            return Err(
-                "--serve cannot be used with --record yet: serving while recording is \
-                        planned, not built; run one nettop with --record and another with --serve"
-                    .into(),
-            );
-        }
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod collector;
 pub mod cpuset;
 pub mod export;
+pub mod generate;
 pub mod model;
 pub mod output;
 pub mod pinning;
@@ -18,12 +19,14 @@ pub mod record;
 pub mod rtnl;
 pub mod safefile;
 pub mod sanitize;
+pub mod service;
 pub mod signals;
 pub mod sysroot;
 pub mod ticker;
 pub mod topology;
 pub mod ui;
 pub mod units;
+pub mod version;
 
 use cli::Cli;
 
@@ -31,14 +34,17 @@ use cli::Cli;
 /// errors exit 2 with a one-line reason.
 pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     cli.check().map_err(anyhow::Error::msg)?;
+    if let [what, dir] = cli.generate.as_slice() {
+        return generate::run(what, std::path::Path::new(dir));
+    }
     if cli.pinning_check {
         return pinning::run_check(cli);
     }
     if cli.calibrate {
         return calibrate::run_cli(cli);
     }
-    if let Some(addr) = &cli.serve {
-        return export::serve(cli, addr);
+    if cli.serve.is_some() {
+        return service::run(cli);
     }
     if let Some(file) = &cli.replay {
         if let Some(fmt) = cli.export {
@@ -49,8 +55,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         }
         return ui::run_replay(cli, file);
     }
-    if let Some(file) = &cli.record {
-        return record::run_record(cli, file);
+    if cli.record.is_some() {
+        return service::run(cli);
     }
     if cli.batch {
         return output::batch::run_live(cli);

@@ -8,7 +8,7 @@ fn main() -> ExitCode {
     match nettop::run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("nettop: {e:#}");
+            nettop::service::log::error(&format!("{e:#}"));
             ExitCode::from(2)
         }
     }

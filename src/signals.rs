@@ -27,3 +27,20 @@ pub fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     }
     Ok(stop)
 }
+
+/// For a long-running recorder (`--record DIR`, or `--record` with
+/// `--serve`): SIGINT and SIGTERM stop, SIGHUP sets the second flag, asking
+/// for the output to be reopened (after logrotate, or `systemctl reload`).
+/// A service has no terminal to lose, so the hang-up signal is free for
+/// the daemon convention.
+pub fn service_flags() -> anyhow::Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("cannot install signal handler")?;
+    }
+    let reopen = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reopen))
+        .context("cannot install signal handler")?;
+    Ok((stop, reopen))
+}

@@ -603,7 +603,7 @@ fn binary_batch_on_fixture_sysroot() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.matches("nettop - ").count(), 2, "{text}");
     assert!(text.contains("host modern-host"));
-    assert!(text.contains("irq-time-accounting (from /proc/config.gz)"));
+    assert!(text.contains("irq_time_accounting (from /proc/config.gz)"));
     assert!(text.contains("weird) name (x"));
     assert!(
         text.contains("alice"),

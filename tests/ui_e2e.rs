@@ -163,27 +163,22 @@ impl Drop for Tmux {
     }
 }
 
-fn skipped(reason: &str) {
-    eprintln!("SKIPPED: {reason}");
-}
-
 #[test]
 fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     let Some(t) = Tmux::start("keys", &format!("{BIN} --no-bpf -d 0.5"), 130, 30) else {
-        assert!(
-            std::env::var("NETTOP_REQUIRE_BPF").as_deref() != Ok("1"),
-            "tmux is required for the e2e test"
+        return common::skip(
+            "live_tui_keys_resize_and_quit_restore_the_terminal",
+            "tmux not installed",
         );
-        return skipped("tmux not installed");
     };
     t.wait_text("1 Processes");
     // The first interval has been measured once the status line shows it.
     let s = t.wait_text("interval ");
     assert!(
-        s.contains("TOP%▼") && s.contains("TRUE%") && s.contains("STOLEN%"),
+        s.contains("TOP%▼") && s.contains("TRUE~%") && s.contains("STOLEN~%"),
         "{s}"
     );
-    assert!(s.contains("IRQ_TIME_ACCOUNTING"), "status line:\n{s}");
+    assert!(s.contains("regime "), "status line:\n{s}");
     assert!(s.contains("/proc only"), "status line:\n{s}");
     assert_eq!(t.format("#{alternate_on}"), "1");
     // Real data: nettop itself is a process on screen once filtered.
@@ -215,7 +210,7 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     t.wait_for("help closed", |s| !s.contains("nettop keys"));
     // Sort by the next column, then by the picker.
     t.keys(&[">"]);
-    t.wait_text("TRUE%▼");
+    t.wait_text("ONCPU%▼");
     t.keys(&["s"]);
     t.wait_text("sort by (Enter picks");
     t.keys(&["End", "Enter"]);
@@ -230,11 +225,11 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     let s = t.wait_for("redraw at 70 columns", |s| {
         s.contains("TOP%") && s.lines().all(|l| l.chars().count() <= 70)
     });
-    assert!(!s.contains("AFFINITY"), "{s}");
+    assert!(!s.contains("INLINE%"), "{s}");
     t.resize(10, 5);
     t.wait_text("too");
     t.resize(130, 30);
-    t.wait_text("AFFINITY");
+    t.wait_text("INLINE%");
     t.keys(&["q"]);
     t.assert_restored(0);
 }
@@ -243,7 +238,10 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
 fn sigterm_and_sighup_restore_the_terminal() {
     for (sig, code) in [("TERM", 143), ("HUP", 129)] {
         let Some(t) = Tmux::start(&format!("sig{sig}"), &format!("{BIN} --no-bpf"), 100, 24) else {
-            return skipped("tmux not installed");
+            return common::skip(
+                "sigterm_and_sighup_restore_the_terminal",
+                "tmux not installed",
+            );
         };
         t.wait_text("COMMAND");
         let pid = t.nettop_pid();
@@ -262,7 +260,7 @@ fn sigterm_and_sighup_restore_the_terminal() {
 #[test]
 fn vanished_terminal_ends_nettop() {
     let Some(t) = Tmux::start("gone", &format!("{BIN} --no-bpf -d 0.5"), 100, 24) else {
-        return skipped("tmux not installed");
+        return common::skip("vanished_terminal_ends_nettop", "tmux not installed");
     };
     t.wait_text("COMMAND");
     let pid = t.nettop_pid();
@@ -294,7 +292,7 @@ fn startup_errors_are_printed_plainly() {
         100,
         24,
     ) else {
-        return skipped("tmux not installed");
+        return common::skip("startup_errors_are_printed_plainly", "tmux not installed");
     };
     let s = t.wait_text("TTY=");
     assert!(s.contains("EXIT=2"), "{s}");
@@ -323,11 +321,8 @@ fn not_a_terminal_is_an_error_not_a_mess() {
 
 #[test]
 fn live_tui_with_bpf() {
-    let require = std::env::var("NETTOP_REQUIRE_BPF").as_deref() == Ok("1");
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!require, "NETTOP_REQUIRE_BPF=1 but not root");
-        return skipped("BPF TUI test needs root");
+    if !common::is_root() {
+        return common::skip("live_tui_with_bpf", "BPF TUI test needs root");
     }
     // tmux does not pass our environment on: name the test cache inline.
     let cmd = format!(
@@ -335,15 +330,16 @@ fn live_tui_with_bpf() {
         common::cache_dir().display()
     );
     let Some(t) = Tmux::start("bpf", &cmd, 130, 30) else {
-        assert!(!require, "tmux is required");
-        return skipped("tmux not installed");
+        return common::skip("live_tui_with_bpf", "tmux not installed");
     };
     let s = t.wait_for("TUI or an error", |s| {
         s.contains("COMMAND") || s.contains("TTY=")
     });
     if s.contains("TTY=") {
-        assert!(!require, "nettop with BPF failed to start:\n{s}");
-        return skipped(&format!("BPF collector could not start here:\n{s}"));
+        return common::skip(
+            "live_tui_with_bpf",
+            &format!("BPF collector could not start here:\n{s}"),
+        );
     }
     t.wait_for("BPF status", |s| s.contains("│ BPF"));
     t.keys(&["2"]);
@@ -372,7 +368,7 @@ fn replay_steps_plays_and_quits() {
         130,
         24,
     ) else {
-        return skipped("tmux not installed");
+        return common::skip("replay_steps_plays_and_quits", "tmux not installed");
     };
     t.wait_text("REPLAY 1/3 paused");
     t.keys(&["]"]);

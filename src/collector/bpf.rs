@@ -345,11 +345,11 @@ impl BpfCollector {
             if fd < 0 {
                 // The kernel wants CAP_SYS_ADMIN for this, more than the
                 // collector needs: run without the figure rather than not at all.
-                eprintln!(
-                    "nettop: warning: --bpf-stats: cannot enable BPF run-time statistics ({}); \
+                crate::service::log::warn(&format!(
+                    "--bpf-stats: cannot enable BPF run-time statistics ({}); \
                      it needs CAP_SYS_ADMIN, continuing without nettop's own BPF cost",
                     std::io::Error::from_raw_os_error(-fd)
-                );
+                ));
                 None
             } else {
                 // SAFETY: fd was just returned by the kernel and is owned by nobody else.

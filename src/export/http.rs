@@ -113,6 +113,7 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         408 => "Request Timeout",
         431 => "Request Header Fields Too Large",
         505 => "HTTP Version Not Supported",
@@ -432,10 +433,10 @@ pub fn run(
                 Err(e) if accept_exhausted(&e) => {
                     if !warned_exhausted {
                         warned_exhausted = true;
-                        eprintln!(
-                            "nettop: warning: --serve: cannot accept connections ({e}); \
+                        crate::service::log::warn(&format!(
+                            "--serve: cannot accept connections ({e}); \
                              pausing accept until connections close"
-                        );
+                        ));
                     }
                     paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
                     break;

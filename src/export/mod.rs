@@ -5,167 +5,19 @@
 
 pub mod http;
 pub mod openmetrics;
+pub mod serve;
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 use crate::cli::{Cli, ExportFormat};
 use crate::model::frame::{Frame, TaskView};
 use crate::model::raw::{HostInfo, RawSample, SOFTIRQ_NAMES};
 use crate::record::{Recording, WarningKind};
-use crate::ticker::{Ticker, Wake};
 
-use openmetrics::{Flavor, Options};
-
-/// Default top-N tasks exported when `--rows 0` asks for "all": metrics must
-/// stay bounded whatever the host runs.
-const DEFAULT_TOP_TASKS: usize = 20;
-const MAX_TOP_TASKS: usize = 200;
-
-fn metric_options(cli: &Cli) -> Options {
-    Options {
-        top_tasks: if cli.rows == 0 {
-            DEFAULT_TOP_TASKS
-        } else {
-            cli.rows.min(MAX_TOP_TASKS)
-        },
-        threads: cli.threads,
-        topology: None,
-    }
-}
-
-/// The device configuration a recording captured, for metrics and JSON.
-fn recorded_topology(rec: &Recording) -> Option<crate::topology::HostTopology> {
-    rec.topology()
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-}
-
-/// Pre-rendered scrape bodies, swapped in by the sampler after each sample.
-struct Scrape {
-    openmetrics: Arc<[u8]>,
-    prometheus: Arc<[u8]>,
-}
-
-/// The two paths `--serve` answers.
-fn route(req: &http::Request, scrape: &Mutex<Scrape>) -> http::Response {
-    match req.path.as_str() {
-        "/metrics" => {
-            let om = req
-                .accept
-                .as_deref()
-                .is_some_and(|a| a.contains("application/openmetrics-text"));
-            let Ok(g) = scrape.lock() else {
-                return http::Response::text(500, "sampler failed\n");
-            };
-            if om {
-                http::Response {
-                    status: 200,
-                    content_type: openmetrics::OPENMETRICS_CONTENT_TYPE,
-                    body: Arc::clone(&g.openmetrics),
-                }
-            } else {
-                http::Response {
-                    status: 200,
-                    content_type: openmetrics::PROMETHEUS_CONTENT_TYPE,
-                    body: Arc::clone(&g.prometheus),
-                }
-            }
-        }
-        "/" => http::Response::text(200, "nettop: metrics at /metrics\n"),
-        _ => http::Response::text(404, "not found\n"),
-    }
-}
-
-/// `nettop --serve ADDR`: a sampler on this thread, the HTTP loop
-/// ([`http::run`]) on one other thread created at start.
-pub fn serve(cli: &Cli, addr: &str) -> anyhow::Result<u8> {
-    let stop = crate::signals::stop_flag()?;
-    // Bind first: a busy port fails before the collector loads BPF.
-    let listener = std::net::TcpListener::bind(addr)
-        .map_err(|e| anyhow::anyhow!("--serve: cannot listen on {addr}: {e}"))?;
-    let bound = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| addr.to_string());
-    let mut src = crate::record::live_source(cli)?;
-    let host = src.host().clone();
-    let mut opts = metric_options(cli);
-    // Device configuration as of start (a topology load walks every
-    // thread; the served counters are per sample, the configuration not).
-    let mut topo_opts = crate::topology::LoadOptions::from_cli(cli);
-    topo_opts.sample = None;
-    opts.topology = crate::topology::load(&topo_opts).ok().map(Arc::new);
-    let render = |prev: Option<&RawSample>, cur: &RawSample| {
-        let fams = openmetrics::families(&host, prev, cur, &opts);
-        Scrape {
-            openmetrics: Arc::from(openmetrics::render(&fams, Flavor::OpenMetrics).into_bytes()),
-            prometheus: Arc::from(openmetrics::render(&fams, Flavor::Prometheus).into_bytes()),
-        }
-    };
-    let mut prev = src.sample()?;
-    let scrape = Arc::new(Mutex::new(render(None, &prev)));
-
-    let limits = http::Limits::default().fit_fd_limit();
-    let listener_error: Arc<Mutex<Option<String>>> = Arc::default();
-    let http = {
-        let (stop, scrape, err) = (
-            Arc::clone(&stop),
-            Arc::clone(&scrape),
-            Arc::clone(&listener_error),
-        );
-        std::thread::Builder::new()
-            .name("nettop-http".into())
-            .spawn(move || {
-                let handler = |r: &http::Request| route(r, &scrape);
-                if let Err(e) = http::run(&listener, &handler, &stop, &limits) {
-                    if let Ok(mut g) = err.lock() {
-                        *g = Some(e.to_string());
-                    }
-                    // Without a listener there is no endpoint: end the run.
-                    stop.store(true, Ordering::Relaxed);
-                }
-            })
-            .context("--serve: cannot start the HTTP thread")?
-    };
-    eprintln!(
-        "nettop: serving OpenMetrics at http://{bound}/metrics (sampled every {} s); Ctrl-C stops",
-        cli.delay
-    );
-    if std::io::stdout().is_terminal() {
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "http://{bound}/metrics");
-    }
-    let mut ticker = Ticker::new(Duration::from_secs_f64(cli.delay));
-    let mut result = Ok(0);
-    while ticker.sleep(&stop, None) == Wake::Tick {
-        match src.sample() {
-            Ok(cur) => {
-                let s = render(Some(&prev), &cur);
-                if let Ok(mut g) = scrape.lock() {
-                    *g = s;
-                }
-                prev = cur;
-            }
-            Err(e) => {
-                result = Err(e.context("sampling for --serve"));
-                break;
-            }
-        }
-    }
-    stop.store(true, Ordering::Relaxed);
-    let _ = http.join();
-    if let Some(e) = listener_error.lock().ok().and_then(|mut g| g.take()) {
-        anyhow::bail!("--serve: the HTTP listener on {bound} failed: {e}");
-    }
-    result
-}
+pub use serve::metric_options;
 
 /// CSV header of [`csv_rows`].
 pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interrupts_per_s,softirqs_per_s";
@@ -284,6 +136,14 @@ pub fn frames(
     )
 }
 
+/// The device configuration a recording captured, for metrics and JSON.
+fn recorded_topology(rec: &Recording) -> Option<crate::topology::HostTopology> {
+    rec.topology()
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
 /// `nettop --replay FILE --export FORMAT`: to stdout. Exit 2 when records
 /// were corrupt (after exporting everything readable); a torn tail (the
 /// normal result of `kill -9`) is only a warning.
@@ -334,7 +194,7 @@ pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Re
         }
         ExportFormat::Openmetrics => {
             let mut opts = metric_options(cli);
-            opts.topology = recorded_topology(&rec).map(Arc::new);
+            opts.topology = recorded_topology(&rec).map(std::sync::Arc::new);
             let mut series = openmetrics::Series::default();
             let bad = for_each_pair(
                 &rec,

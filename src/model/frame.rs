@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::raw::{NR_SOFTIRQS, Regime, Source};
+use super::raw::{NET_RX, NR_SOFTIRQS, Regime, Source};
 
 /// One task's (thread's or whole process's) figures over the interval.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -52,6 +52,38 @@ pub struct TaskView {
     pub interrupts_per_s: f64,
     /// Softirq runs per second in its context (all vectors, stolen + inline).
     pub softirqs_per_s: f64,
+}
+
+/// The figures every front end derives from a task's fields, defined once.
+impl TaskView {
+    /// HI%: hardirq time stolen from it, device interrupts and x86 system
+    /// vectors together, as top's `hi` and /proc/stat's irq count them
+    /// (without BPF, the /proc/stat estimate is all of it).
+    pub fn hi_pct(&self) -> f64 {
+        self.hardirq_pct + self.sysvec_pct
+    }
+
+    /// SI%: softirq time stolen from it, all vectors.
+    pub fn si_pct(&self) -> f64 {
+        self.softirq_stolen_pct.iter().sum()
+    }
+
+    /// NET_RX%: the NET_RX part of SI%.
+    pub fn net_rx_pct(&self) -> f64 {
+        self.softirq_stolen_pct[NET_RX]
+    }
+
+    /// GAP: what top over-states, TOP% − TRUE% (negative when top shows
+    /// less than the task got, as under IRQ time accounting with inline
+    /// softirq).
+    pub fn gap_pct(&self) -> f64 {
+        self.top_pct - self.true_pct
+    }
+
+    /// The row's own ID: the TID of a thread row, the PID of a process row.
+    pub fn id(&self) -> u32 {
+        if self.is_process { self.pid } else { self.tid }
+    }
 }
 
 /// One CPU over the interval.

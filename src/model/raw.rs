@@ -306,6 +306,17 @@ pub enum Regime {
     Unknown,
 }
 
+impl Regime {
+    /// Its one spelling in every output: the JSON and OpenMetrics value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Regime::IrqTimeAccounting => "irq_time_accounting",
+            Regime::TickBased => "tick_based",
+            Regime::Unknown => "unknown",
+        }
+    }
+}
+
 /// Static facts about the host, recorded once per recording.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct HostInfo {

@@ -86,9 +86,9 @@ pub fn device_table(out: &mut String, f: &Frame) {
             out,
             "{:<28} {:>8} {:>9.1} {:>8} {:>7} {:>7}  {}",
             d.label(),
-            super::text::rate(d.rx_packets_per_s),
+            super::format::fmt_rate(d.rx_packets_per_s),
             d.rx_bytes_per_s * 8.0 / 1e6,
-            super::text::rate(d.tx_packets_per_s),
+            super::format::fmt_rate(d.tx_packets_per_s),
             opt(d.net_rx_ns_per_packet, 0),
             opt(d.net_rx_pct_per_gbps, 1),
             config_words(d)

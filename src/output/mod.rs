@@ -1,6 +1,8 @@
 //! Batch text and JSON front ends.
 pub mod batch;
 pub mod calibration;
+pub mod columns;
 pub mod devices;
+pub mod format;
 pub mod json;
 pub mod text;

@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use super::columns::{self, ProcColumn, RowCtx};
+use super::format::fmt_rate;
 use crate::model::frame::{Frame, TaskView};
-use crate::model::raw::{NET_RX, Regime, Source};
+use crate::model::raw::Source;
 
 #[derive(Debug, Clone, Default)]
 pub struct TextOptions {
@@ -46,27 +48,6 @@ pub fn format_utc(unix_ms: u64) -> String {
     )
 }
 
-/// Compact rate: "950", "48.0k", "1.2M".
-pub(super) fn rate(x: f64) -> String {
-    if !x.is_finite() || x < 0.0 {
-        "0".into()
-    } else if x < 10_000.0 {
-        format!("{x:.0}")
-    } else if x < 1_000_000.0 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{:.2}M", x / 1e6)
-    }
-}
-
-fn regime_name(r: Regime) -> &'static str {
-    match r {
-        Regime::TickBased => "tick-based",
-        Regime::IrqTimeAccounting => "irq-time-accounting",
-        Regime::Unknown => "UNKNOWN",
-    }
-}
-
 fn header(out: &mut String, f: &Frame, o: &TextOptions) {
     let _ = writeln!(
         out,
@@ -85,12 +66,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
     } else {
         format!(" (from {})", o.regime_source)
     };
-    let _ = writeln!(
-        out,
-        "Regime: {}{src}: {}",
-        regime_name(f.regime),
-        f.regime_note
-    );
+    let _ = writeln!(out, "Regime: {}{src}: {}", f.regime.name(), f.regime_note);
     let h = &f.health;
     match f.source {
         Source::Bpf => {
@@ -150,11 +126,11 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         s.soft_pct,
         s.steal_pct,
         s.idle_pct,
-        rate(s.net_rx_per_s),
-        rate(s.napi_polls_per_s),
-        rate(s.packets_per_s),
-        rate(s.budget_exhausted_per_s),
-        rate(s.time_squeeze_per_s),
+        fmt_rate(s.net_rx_per_s),
+        fmt_rate(s.napi_polls_per_s),
+        fmt_rate(s.packets_per_s),
+        fmt_rate(s.budget_exhausted_per_s),
+        fmt_rate(s.time_squeeze_per_s),
         s.stolen_pct_total,
         if f.source == Source::Bpf {
             format!(" hidden~ {:.1}%", s.hidden_pct_total)
@@ -203,13 +179,13 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 c.softirq_stolen_pct,
                 c.softirq_inline_pct,
                 c.softirq_ksoftirqd_pct,
-                rate(c.net_rx_per_s),
+                fmt_rate(c.net_rx_per_s),
                 c.net_rx_avg_us,
-                rate(c.net_rx_restarts_per_s),
-                rate(c.napi_polls_per_s),
-                rate(c.packets_per_s),
-                rate(c.budget_exhausted_per_s),
-                rate(c.time_squeeze_per_s),
+                fmt_rate(c.net_rx_restarts_per_s),
+                fmt_rate(c.napi_polls_per_s),
+                fmt_rate(c.packets_per_s),
+                fmt_rate(c.budget_exhausted_per_s),
+                fmt_rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
                 c.hidden_pct,
                 c.net_rx_ns_per_packet
@@ -228,9 +204,9 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 "-",
                 "-",
                 "-",
-                rate(c.packets_per_s),
+                fmt_rate(c.packets_per_s),
                 "-",
-                rate(c.time_squeeze_per_s),
+                fmt_rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
                 "-",
                 "-"
@@ -256,11 +232,11 @@ fn napi_table(out: &mut String, f: &Frame) {
             "     {:<12} {:>6} {:>8} {:>8} {:9.1} {:>6} {:>6} {:>6} {}",
             n.dev,
             n.napi_id,
-            rate(n.polls_per_s),
-            rate(n.packets_per_s),
+            fmt_rate(n.polls_per_s),
+            fmt_rate(n.packets_per_s),
             n.work_per_poll,
             n.budget,
-            rate(n.budget_exhausted_per_s),
+            fmt_rate(n.budget_exhausted_per_s),
             n.net_rx_ns_per_packet
                 .map_or("-".to_string(), |x| format!("{x:.0}")),
             cpus.join(",")
@@ -276,12 +252,16 @@ pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
         .iter()
         .filter(|t| o.pids.is_empty() || o.pids.contains(&t.pid))
         .collect();
+    let cx = RowCtx {
+        users: &o.users,
+        cpu_node: &[],
+        traced: true,
+    };
+    let by = |c: ProcColumn, a: &TaskView, b: &TaskView| c.compare(a, b, &cx);
     rows.sort_by(|a, b| {
-        b.stolen_pct
-            .total_cmp(&a.stolen_pct)
-            .then(b.top_pct.total_cmp(&a.top_pct))
-            .then(a.pid.cmp(&b.pid))
-            .then(a.tid.cmp(&b.tid))
+        by(ProcColumn::Stolen, b, a)
+            .then(by(ProcColumn::Top, b, a))
+            .then(by(ProcColumn::Pid, a, b))
     });
     if o.max_rows > 0 {
         rows.truncate(o.max_rows);
@@ -289,70 +269,34 @@ pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
     rows
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
-}
-
+/// The task table: every column of [`columns`], padded to its width and
+/// never cut (logs keep whole values), COMMAND last.
 fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
-    let bpf = f.source == Source::Bpf;
-    let e = if bpf { "" } else { "~" };
-    let _ = writeln!(
-        out,
-        "\n{:>7} {:<8} {:<15} {:>6} {:>7} {:>8} {:>6} {:>6} {:>7} {:>8} {:>7} {:>8} {:>7} {:>3} AFFINITY",
-        if o.threads { "TID" } else { "PID" },
-        "USER",
-        "COMMAND",
-        "TOP%",
-        format!("TRUE{e}%"),
-        format!("STOLEN{e}%"),
-        format!("HI{e}%"),
-        "SYSV%",
-        "NET_RX%",
-        "SI-OTHER%",
-        "INLINE%",
-        "HIDDEN~%",
-        "IRQ/s",
-        "CPU"
-    );
-    for t in sorted_rows(f, o) {
-        let user = o
-            .users
-            .get(&t.uid)
-            .cloned()
-            .unwrap_or_else(|| t.uid.to_string());
-        let id = if o.threads { t.tid } else { t.pid };
-        let _ = write!(
-            out,
-            "{:>7} {:<8} {:<15} {:6.1} {:7.1} {:8.1} {:6.1} ",
-            id,
-            truncate(&user, 8),
-            truncate(&t.comm, 15),
-            t.top_pct,
-            t.true_pct,
-            t.stolen_pct,
-            t.hardirq_pct
-        );
-        if bpf {
-            let net = t.softirq_stolen_pct[NET_RX];
-            let other: f64 = t.softirq_stolen_pct.iter().sum::<f64>() - net;
-            let _ = write!(
-                out,
-                "{:6.1} {:7.1} {:8.1} {:7.1} {:8.1} {:>7}",
-                t.sysvec_pct,
-                net,
-                other.max(0.0),
-                t.inline_pct,
-                t.hidden_pct,
-                rate(t.interrupts_per_s)
-            );
-        } else {
-            let _ = write!(
-                out,
-                "{:>6} {:>7} {:>8} {:>7} {:>8} {:>7}",
-                "-", "-", "-", "-", "-", "-"
-            );
+    let cpu_node = columns::cpu_nodes(f);
+    let cx = RowCtx {
+        users: &o.users,
+        cpu_node: &cpu_node,
+        traced: columns::traced(f),
+    };
+    let cells = |out: &mut String, text: &dyn Fn(ProcColumn) -> String| {
+        let mut line = String::new();
+        for c in ProcColumn::ALL {
+            let t = text(c);
+            let w = c.width() as usize;
+            if c == ProcColumn::Command {
+                line.push_str(&t);
+            } else if c.numeric() {
+                let _ = write!(line, "{t:>w$} ");
+            } else {
+                let _ = write!(line, "{t:<w$} ");
+            }
         }
-        let _ = writeln!(out, " {:>3} {}", t.last_cpu, t.affinity);
+        let _ = writeln!(out, "{}", line.trim_end());
+    };
+    out.push('\n');
+    cells(out, &|c| c.header(cx.traced, o.threads));
+    for t in sorted_rows(f, o) {
+        cells(out, &|c| c.text(t, &cx));
     }
 }
 
@@ -376,13 +320,5 @@ mod tests {
         assert_eq!(format_utc(0), "1970-01-01 00:00:00Z");
         assert_eq!(format_utc(951_782_400_000), "2000-02-29 00:00:00Z");
         assert_eq!(format_utc(1_795_336_801_000), "2026-11-22 08:40:01Z");
-    }
-
-    #[test]
-    fn rates_are_compact() {
-        assert_eq!(rate(950.4), "950");
-        assert_eq!(rate(48_000.0), "48.0k");
-        assert_eq!(rate(1_150_000.0), "1.15M");
-        assert_eq!(rate(f64::NAN), "0");
     }
 }

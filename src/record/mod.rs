@@ -6,16 +6,15 @@
 
 pub mod format;
 pub mod reader;
+pub mod retention;
 pub mod rotate;
+pub mod session;
 pub mod synth;
 pub mod writer;
 
-use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
-
-use anyhow::bail;
+use std::time::Duration;
 
 pub use format::Meta;
 pub use reader::{Recording, Warning, WarningKind};
@@ -88,16 +87,6 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     crate::units::parse_size("--max-size", s, MIN_SIZE, MAX_SIZE).map_err(anyhow::Error::msg)
 }
 
-/// Creates FILE with its header. Fails on an unwritable or unsafe path,
-/// or (with `--max-size`) on an older recording's parts in the way, before
-/// any collector is started.
-pub fn create_writer(path: &Path, opts: &RecordOptions) -> anyhow::Result<Writer> {
-    if opts.max_size.is_some() {
-        rotate::check_free(path)?;
-    }
-    Writer::create(path, opts.compressed, opts.sync)
-}
-
 /// Why a part cannot honour `--max-size`.
 fn too_small(max: u64, need: u64) -> anyhow::Error {
     anyhow::anyhow!(
@@ -108,118 +97,58 @@ fn too_small(max: u64, need: u64) -> anyhow::Error {
     )
 }
 
-/// The recording loop: a snapshot now, then one per tick of a
-/// [`Ticker`](crate::ticker::Ticker) (a stall is one long interval, never a
-/// burst). Stops after `count` snapshots, at the end of `duration` (with a
-/// last snapshot then, so the whole span is covered), or when `stop` is set
-/// (SIGINT/SIGTERM/SIGHUP); then writes the end record and returns.
-/// `status` receives the one-line progress. With `max_size`, no part ever
-/// exceeds it: room for the end record is kept, and a new part (host
-/// record, topology, the previous snapshot again so its first interval can
-/// be computed, the new snapshot) must fit too, or the recording stops
-/// with an error.
+/// The recording loop over any [`SampleSource`]: the run's one sampling
+/// loop ([`crate::service::run_loop`]) with a recording as its only sink,
+/// keeping the default number of rotated parts. Stops after `count`
+/// snapshots, at the end of `duration`, or when `stop` is set; then writes
+/// the end record and returns. `status` receives the one-line progress
+/// when `opts.progress` is set.
 pub fn record_loop(
     path: &Path,
-    mut w: Writer,
+    w: Writer,
     src: &mut dyn SampleSource,
     opts: &RecordOptions,
     stop: &AtomicBool,
     status: &mut dyn FnMut(&str),
 ) -> anyhow::Result<RecordSummary> {
-    let start = Instant::now();
-    let end = opts.duration.map(|d| start + d);
-    let mut ticker = crate::ticker::Ticker::starting_at(start, opts.interval);
-    let mut meta = Meta {
-        format: format::VERSION,
-        writer: format!("nettop {}", env!("CARGO_PKG_VERSION")),
-        created_unix_ms: writer::now_unix_ms(),
-        interval_s: opts.interval.as_secs_f64(),
-        host: src.host().clone(),
-        part: 0,
+    let rec = session::Recorder::from_writer(path, w, opts, retention::Retention::default());
+    let sched = crate::service::Schedule {
+        interval: opts.interval,
+        count: opts.count,
+        duration: opts.duration,
     };
-    let mut parts = rotate::Parts::new(path, w.id());
-    w.write_meta(&meta)?;
-    let topology = src.topology();
-    if let Some(t) = &topology {
-        w.write_topology(t)?;
-    }
-    let end_room = w.end_record_bound()?;
-    let mut total = RecordSummary::default();
-    let mut last: Option<RawSample> = None;
-    let reason = loop {
-        let s = match src.sample() {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = w.finish("error");
-                return Err(e);
-            }
-        };
-        let rec = w.encode_sample(&s)?;
-        if let Some(max) = opts.max_size
-            && w.bytes() + rec.len() as u64 + end_room > max
+    crate::service::record_with(rec, src, None, &sched, stop, None, &mut |ev| {
+        if let crate::service::Event::Sampled {
+            cur,
+            recorder: Some(r),
+            ..
+        } = ev
+            && opts.progress
         {
-            if w.samples() < 2 {
-                let need = w.bytes() + rec.len() as u64 + end_room;
-                let _ = w.finish("error");
-                return Err(too_small(max, need));
-            }
-            w.finish("rotated")?;
-            parts.rotate()?;
-            w = Writer::create(path, opts.compressed, opts.sync)?;
-            parts.created(w.id());
-            meta.part += 1;
-            meta.created_unix_ms = writer::now_unix_ms();
-            w.write_meta(&meta)?;
-            if let Some(t) = &topology {
-                w.write_topology(t)?;
-            }
-            // Each file stands alone: repeat the previous snapshot so the
-            // first interval of the new file can be computed.
-            if let Some(prev) = &last {
-                w.write_sample(prev)?;
-            }
-            total.rotations += 1;
-            let need = w.bytes() + rec.len() as u64 + end_room;
-            if need > max {
-                let _ = w.finish("error");
-                return Err(too_small(max, need));
-            }
+            status(&progress_line(r.summary(), cur));
         }
-        let n = w.write_record(&rec)?;
-        total.samples += 1;
-        total.bytes += n;
-        if opts.progress {
-            let dropped = s
-                .health
-                .as_ref()
-                .map(|h| h.map_full + h.napi_map_full + h.unmatched_exits + h.recursion_misses)
-                .unwrap_or(0);
-            status(&format!(
-                "{} snapshots, {}, {} dropped events{}",
-                total.samples,
-                human_bytes(total.bytes),
-                dropped,
-                if total.rotations > 0 {
-                    format!(", {} rotations", total.rotations)
-                } else {
-                    String::new()
-                }
-            ));
+    })
+}
+
+/// The recorder's one-line status: snapshots, bytes, events the BPF side
+/// dropped, rotations.
+pub fn progress_line(total: &RecordSummary, s: &RawSample) -> String {
+    let dropped = s
+        .health
+        .as_ref()
+        .map(|h| h.map_full + h.napi_map_full + h.unmatched_exits + h.recursion_misses)
+        .unwrap_or(0);
+    format!(
+        "{} snapshots, {}, {} dropped events{}",
+        total.samples,
+        human_bytes(total.bytes),
+        dropped,
+        if total.rotations > 0 {
+            format!(", {} rotations", total.rotations)
+        } else {
+            String::new()
         }
-        last = Some(s);
-        if opts.count.is_some_and(|n| total.samples >= n) {
-            break "count";
-        }
-        if end.is_some_and(|e| Instant::now() >= e) {
-            break "duration";
-        }
-        if ticker.sleep(stop, end) == crate::ticker::Wake::Stop {
-            break "signal";
-        }
-    };
-    w.finish(reason)?;
-    total.reason = reason.to_string();
-    Ok(total)
+    )
 }
 
 pub fn human_bytes(b: u64) -> String {
@@ -233,81 +162,6 @@ pub fn human_bytes(b: u64) -> String {
     } else {
         format!("{b} B")
     }
-}
-
-/// `nettop --record FILE`.
-pub fn run_record(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
-    let opts = RecordOptions {
-        interval: Duration::from_secs_f64(cli.delay),
-        count: cli.iterations,
-        duration: cli.duration.as_deref().map(parse_duration).transpose()?,
-        max_size: cli.max_size.as_deref().map(parse_size).transpose()?,
-        compressed: writer::wants_zstd(file),
-        sync: true,
-        progress: std::io::stderr().is_terminal(),
-    };
-    if let Some(d) = opts.duration
-        && d < opts.interval
-    {
-        bail!(
-            "--duration {} is shorter than one interval (-d {} s): nothing would be recorded",
-            cli.duration.as_deref().unwrap_or_default(),
-            cli.delay
-        );
-    }
-    let stop = crate::signals::stop_flag()?;
-    // Open the file first: an unwritable path fails before collecting.
-    let w = create_writer(file, &opts)?;
-    let mut src = match live_source(cli) {
-        Ok(s) => s,
-        Err(e) => {
-            // Only if the name still is the file opened above.
-            if crate::safefile::id_of(file).ok().flatten() == Some(w.id()) {
-                let _ = std::fs::remove_file(file);
-            }
-            return Err(e);
-        }
-    };
-    let mut until = String::new();
-    if let Some(n) = opts.count {
-        until = format!(", {n} snapshots");
-    }
-    if let Some(d) = &cli.duration {
-        until.push_str(&format!(", for {d}"));
-    }
-    if let Some(m) = &cli.max_size {
-        until.push_str(&format!(
-            ", rotating at {m} (keeping {MAX_ROTATED} old files)"
-        ));
-    }
-    eprintln!(
-        "nettop: recording to {}{} every {} s{until}; Ctrl-C stops",
-        file.display(),
-        if opts.compressed { " (zstd)" } else { "" },
-        cli.delay
-    );
-    let mut stderr = std::io::stderr();
-    let mut status = |line: &str| {
-        let _ = write!(stderr, "\r\x1b[2K{line}");
-        let _ = stderr.flush();
-    };
-    let res = record_loop(file, w, src.as_mut(), &opts, &stop, &mut status);
-    if opts.progress {
-        eprintln!();
-    }
-    let sum = res?;
-    eprintln!(
-        "nettop: wrote {} snapshots ({}) to {}{}",
-        sum.samples,
-        human_bytes(sum.bytes),
-        file.display(),
-        if sum.rotations > 0 {
-            format!(" after {} rotations", sum.rotations)
-        } else {
-            String::new()
-        }
-    );
-    Ok(0)
 }
 
 struct Live(crate::collector::Collector, crate::topology::LoadOptions);
@@ -325,9 +179,9 @@ impl SampleSource for Live {
         match loaded {
             Ok(json) => Some(json),
             Err(e) => {
-                eprintln!(
-                    "nettop: warning: recording without topology (--pinning-check --replay will not work on it): {e:#}"
-                );
+                crate::service::log::warn(&format!(
+                    "recording without topology (--pinning-check --replay will not work on it): {e:#}"
+                ));
                 None
             }
         }

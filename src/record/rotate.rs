@@ -17,8 +17,9 @@ use anyhow::{Context, bail};
 
 use crate::safefile::{self, FileId};
 
-/// Rotated files kept besides the live one (FILE.1 … FILE.N); older ones are
-/// deleted, so disk use stays below (N + 1) × `--max-size`.
+/// Rotated files kept besides the live one (FILE.1 … FILE.N) unless `--keep`
+/// says otherwise; older ones are deleted, so disk use stays below
+/// (N + 1) × `--max-size`.
 pub const MAX_ROTATED: u32 = 4;
 
 /// FILE.k.
@@ -30,14 +31,19 @@ pub fn part_path(path: &Path, k: u32) -> PathBuf {
 
 /// Refuses to start a rotating recording over an older recording's parts.
 pub fn check_free(path: &Path) -> anyhow::Result<()> {
-    for k in 1..=MAX_ROTATED {
+    check_free_n(path, MAX_ROTATED)
+}
+
+/// [`check_free`] for a recording that keeps `keep` old parts.
+pub fn check_free_n(path: &Path, keep: u32) -> anyhow::Result<()> {
+    for k in 1..=keep {
         let p = part_path(path, k);
         if safefile::id_of(&p)
             .with_context(|| format!("cannot check {}", p.display()))?
             .is_some()
         {
             bail!(
-                "{} exists (an older recording's part?); --max-size rotates into {}.1 … .{MAX_ROTATED} \
+                "{} exists (an older recording's part?); --max-size rotates into {}.1 … .{keep} \
                  and will not shift or delete files it did not create: move them away or choose another name",
                 p.display(),
                 path.display()
@@ -57,7 +63,12 @@ pub struct Parts {
 impl Parts {
     /// Tracks the live file `path`, created by this run as `live`.
     pub fn new(path: &Path, live: FileId) -> Parts {
-        let mut ids = vec![None; MAX_ROTATED as usize + 1];
+        Parts::keeping(path, live, MAX_ROTATED)
+    }
+
+    /// [`Parts::new`] keeping `keep` old parts.
+    pub fn keeping(path: &Path, live: FileId, keep: u32) -> Parts {
+        let mut ids = vec![None; keep as usize + 1];
         ids[0] = Some(live);
         Parts {
             path: path.to_path_buf(),
@@ -68,20 +79,8 @@ impl Parts {
     /// Shifts FILE → FILE.1 → … → FILE.N, deleting our FILE.N. Afterwards
     /// FILE does not exist; call [`Parts::created`] with the new live file.
     pub fn rotate(&mut self) -> anyhow::Result<()> {
-        let n = MAX_ROTATED as usize;
-        if let Some(oldest) = self.ids[n] {
-            let p = part_path(&self.path, MAX_ROTATED);
-            match safefile::id_of(&p)? {
-                Some(id) if id == oldest => std::fs::remove_file(&p)
-                    .with_context(|| format!("cannot remove {}", p.display()))?,
-                Some(_) => bail!(
-                    "{} was replaced by a file this recording did not create; not deleting it",
-                    p.display()
-                ),
-                None => {}
-            }
-            self.ids[n] = None;
-        }
+        let n = self.ids.len() - 1;
+        self.remove(n)?;
         for k in (0..n).rev() {
             let Some(id) = self.ids[k] else { continue };
             let from = if k == 0 {
@@ -113,6 +112,59 @@ impl Parts {
     /// Records the new live file created after [`Parts::rotate`].
     pub fn created(&mut self, live: FileId) {
         self.ids[0] = Some(live);
+    }
+
+    /// Whether FILE still is the live part this run created (a SIGHUP after
+    /// logrotate moved it away finds it is not).
+    pub fn live_in_place(&self) -> bool {
+        self.ids[0].is_some() && safefile::id_of(&self.path).ok().flatten() == self.ids[0]
+    }
+
+    /// Lets go of the live part (it was moved away, and is no longer ours
+    /// to rotate); call [`Parts::created`] with the new live file.
+    pub fn forget_live(&mut self) {
+        self.ids[0] = None;
+    }
+
+    /// Deletes our old parts last modified before `cutoff` (`--keep-for`).
+    /// Parts shift with age, so the first one too old ends the walk and
+    /// every older one goes with it. Returns the paths deleted.
+    pub fn expire(&mut self, cutoff: std::time::SystemTime) -> anyhow::Result<Vec<PathBuf>> {
+        let mut gone = Vec::new();
+        let first_old = (1..self.ids.len()).find(|&k| {
+            self.ids[k].is_some()
+                && std::fs::symlink_metadata(part_path(&self.path, k as u32))
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t < cutoff)
+        });
+        if let Some(first) = first_old {
+            for k in (first..self.ids.len()).rev() {
+                if self.ids[k].is_some() {
+                    self.remove(k)?;
+                    gone.push(part_path(&self.path, k as u32));
+                }
+            }
+        }
+        Ok(gone)
+    }
+
+    /// Deletes FILE.k if it still is the file this run wrote there.
+    fn remove(&mut self, k: usize) -> anyhow::Result<()> {
+        let Some(ours) = self.ids[k] else {
+            return Ok(());
+        };
+        let p = part_path(&self.path, k as u32);
+        match safefile::id_of(&p)? {
+            Some(id) if id == ours => std::fs::remove_file(&p)
+                .with_context(|| format!("cannot remove {}", p.display()))?,
+            Some(_) => bail!(
+                "{} was replaced by a file this recording did not create; not deleting it",
+                p.display()
+            ),
+            None => {}
+        }
+        self.ids[k] = None;
+        Ok(())
     }
 }
 

@@ -3,16 +3,23 @@
 //! Three parts, so that keys never wait on /proc or BPF:
 //! - a data thread (live collector or replay cursor) that does all I/O and
 //!   model arithmetic and sends finished Frames over a channel;
-//! - [`app::App`], a pure state machine fed Frames and input events;
-//! - [`render::draw`], which turns App state into a screen and does no I/O.
+//! - [`app::App`], a pure state machine fed Frames and input events
+//!   ([`keymap`] for the keys and the help they show, [`prompt`] for the
+//!   status-line prompts);
+//! - [`render::draw`], which turns App state into a screen and does no I/O:
+//!   [`chrome`] around one of the [`views`], one file per view.
 
 pub mod app;
-#[doc(hidden)]
+pub mod chrome;
+#[cfg(feature = "testing")]
 pub mod fixtures;
+pub mod keymap;
+pub mod prompt;
 pub mod render;
 mod source;
+mod style;
 mod term;
-pub mod topo_view;
+pub mod views;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -240,10 +247,10 @@ fn event_loop(
                 }
                 Action::None => {}
             }
-            if let Some(p) = app.replay.map(|r| r.playing) {
-                if Some(p) != playing {
-                    let _ = tx.send(Cmd::Play(p));
-                }
+            if let Some(p) = app.replay.map(|r| r.playing)
+                && Some(p) != playing
+            {
+                let _ = tx.send(Cmd::Play(p));
             }
             dirty = true;
             if !event::poll(Duration::ZERO)? {

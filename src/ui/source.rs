@@ -8,7 +8,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::app::{Extras, LineKind};
+use super::app::Extras;
+use super::views::{LineKind, devices, pinning, topology};
 use super::{Cmd, Msg};
 use crate::cli::Cli;
 use crate::collector::{Collector, CollectorOptions};
@@ -123,11 +124,9 @@ fn topology_extras(
     evidence: &crate::pinning::Evidence,
 ) -> Extras {
     Extras {
-        devices: Some(super::topo_view::device_info(t)),
-        topology: Some(super::topo_view::lines(t)),
-        pinning: Some(super::topo_view::pinning_lines(&crate::pinning::check(
-            t, evidence,
-        ))),
+        devices: Some(devices::device_info(t)),
+        topology: Some(topology::lines(t)),
+        pinning: Some(pinning::lines(&crate::pinning::check(t, evidence))),
     }
 }
 

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod prom;
 pub mod run;
 pub mod victim;
 

@@ -1,21 +1,23 @@
-//! The Topology view's text, built from a [`HostTopology`] on the data
-//! thread (topology loading does I/O; rendering only prints these lines).
+//! Topology view: NUMA nodes → L3 → cores → CPUs, NICs with their queue
+//! IRQs, and pinned threads, each at its place. The lines are built from a
+//! [`HostTopology`] on the data thread (loading it does I/O); until the
+//! first one arrives, [`frame_lines`] shows what the Frame alone says.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::app::LineKind;
+use super::LineKind;
 use crate::cpuset::CpuSet;
+use crate::model::frame::Frame;
 use crate::topology::{HostTopology, XdpMode};
 
+pub(crate) const HEADER: &str = "Topology: NUMA nodes → CPUs, where napi polling and pinned tasks sit (pinned task sharing a NET_RX CPU highlighted)";
+
+/// A cache size in the one size syntax ([`crate::units`]), exact.
 fn size(bytes: Option<u64>) -> String {
-    match bytes {
-        Some(b) if b >= 1 << 30 => format!(" {:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        Some(b) if b >= 1 << 20 => format!(" {} MiB", b >> 20),
-        Some(b) if b >= 1 << 10 => format!(" {} KiB", b >> 10),
-        Some(b) => format!(" {b} B"),
-        None => String::new(),
-    }
+    bytes.map_or(String::new(), |b| {
+        format!(" {}", crate::units::human_bytes(b))
+    })
 }
 
 fn xdp(m: XdpMode) -> &'static str {
@@ -249,59 +251,76 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
     out
 }
 
-/// Turns a pinning report into the Pinning view's lines.
-pub fn pinning_lines(report: &crate::pinning::Report) -> Vec<(LineKind, String)> {
-    crate::pinning::render_text(report)
-        .lines()
-        .map(|l| {
-            let t = l.trim_start().to_ascii_lowercase();
-            let kind = if t.starts_with("error") || t.starts_with("warning") {
-                LineKind::Warn
-            } else if t.starts_with("nettop pinning check") {
-                LineKind::Heading
-            } else {
-                LineKind::Normal
-            };
-            (kind, l.to_string())
-        })
-        .collect()
-}
-
-/// The Devices view's configuration columns, per interface.
-pub fn device_info(topo: &HostTopology) -> BTreeMap<String, super::app::DevTopo> {
-    topo.nics
+/// What the Frame alone says about placement, until the topology thread
+/// has loaded the hwloc topology.
+pub fn frame_lines(frame: Option<&Frame>) -> Vec<(LineKind, String)> {
+    let mut out = vec![(
+        LineKind::Note,
+        "Loading the hwloc topology (caches, cores, NIC locality, queue IRQs); until it arrives, NUMA placement from the counters.".to_string(),
+    )];
+    let Some(f) = frame else {
+        return out;
+    };
+    let mut nodes: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
+    for c in &f.cpus {
+        nodes.entry(c.node).or_default().push(c.cpu);
+    }
+    let all: Vec<u32> = f.cpus.iter().map(|c| c.cpu).collect();
+    let all_list = crate::cpuset::CpuSet::from_cpus(all.iter().copied()).to_list();
+    let tasks = if f.threads.is_empty() {
+        &f.processes
+    } else {
+        &f.threads
+    };
+    // Parse each narrowly pinned task's affinity once, not once per CPU.
+    let mut pinned_on: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for t in tasks
         .iter()
-        .map(|nic| {
-            let xdp = match nic.xdp {
-                crate::topology::XdpMode::Unknown => "?",
-                crate::topology::XdpMode::None => "none",
-                crate::topology::XdpMode::Native => "native",
-                crate::topology::XdpMode::Generic => "generic",
-                crate::topology::XdpMode::Offload => "offload",
-            };
-            let rps = nic.rps_cpus();
-            let irqs: Vec<String> = nic
-                .irqs
+        .filter(|t| !t.kthread && t.affinity != all_list)
+    {
+        if let Ok(set) = crate::cpuset::CpuSet::parse_list(&t.affinity)
+            && set.len() <= 4
+        {
+            for c in set.iter() {
+                pinned_on
+                    .entry(c)
+                    .or_default()
+                    .push(format!("{}({})", t.comm, t.tid));
+            }
+        }
+    }
+    for (node, cpus) in nodes {
+        let name = node.map_or("node ?".to_string(), |n| format!("NUMA node {n}"));
+        let list = crate::cpuset::CpuSet::from_cpus(cpus.iter().copied()).to_list();
+        out.push((LineKind::Heading, format!("{name}: CPUs {list}")));
+        for c in cpus {
+            let mut polled: Vec<String> = f
+                .napi
                 .iter()
-                .map(|&n| match topo.irq(n) {
-                    Some(i) => format!("{n}→{}", i.lands_on()),
-                    None => n.to_string(),
-                })
+                .filter(|n| n.cpus.contains(&c) && n.polls_per_s > 0.0)
+                .map(|n| format!("{}#{}", n.dev, n.napi_id))
                 .collect();
-            let info = super::app::DevTopo {
-                xdp: xdp.to_string(),
-                rps: if rps.is_empty() {
-                    "-".into()
-                } else {
-                    rps.to_list()
-                },
-                irqs: if irqs.is_empty() {
-                    "-".into()
-                } else {
-                    irqs.join(" ")
-                },
+            polled.dedup();
+            let mut pinned = pinned_on.remove(&c).unwrap_or_default();
+            pinned.sort();
+            if polled.is_empty() && pinned.is_empty() {
+                continue;
+            }
+            let mut s = format!("  CPU {c:>3}");
+            if !polled.is_empty() {
+                s.push_str(&format!("  napi: {}", polled.join(" ")));
+            }
+            if !pinned.is_empty() {
+                s.push_str(&format!("  pinned here: {}", pinned.join(" ")));
+            }
+            let kind = if polled.is_empty() || pinned.is_empty() {
+                LineKind::Normal
+            } else {
+                // A pinned task sharing its CPU with NET_RX is the classic victim.
+                LineKind::Warn
             };
-            (nic.name.clone(), info)
-        })
-        .collect()
+            out.push((kind, s));
+        }
+    }
+    out
 }

@@ -1,0 +1,293 @@
+//! The task columns, shared by batch text and the TUI (bottom's
+//! `ProcColumn`): header, meaning, width, alignment, how a value prints and
+//! how it sorts, each said once here. README's column table lists the same
+//! columns in the same order (tests/columns_readme.rs compares all three).
+//!
+//! Both front ends print the same text for a cell; they differ only in
+//! layout. The TUI cuts cells to the column width and drops low-priority
+//! columns on narrow terminals ([`PRIORITY`]); batch text (for logs) prints
+//! every column and never cuts a value, padding to the same widths.
+//!
+//! Vocabulary: `STOLEN% = HI% + SI%`; `SYSV%` is the system-vector part of
+//! `HI%`, `NET_RX%` the NET_RX part of `SI%`. Without BPF, the columns a
+//! tracer measures print `n/a`, and the estimated ones get a `~` in their
+//! header (`TRUE~%`, `STOLEN~%`, `HI~%`). Interrupt figures below 0.05 %
+//! print `-`, so real values stand out.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use super::format::{fmt_pct, fmt_pct_or_dash, fmt_rate};
+use crate::model::frame::{Frame, TaskView};
+use crate::model::raw::Source;
+
+/// A task column, in display order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProcColumn {
+    Pid,
+    User,
+    Top,
+    OnCpu,
+    True,
+    Gap,
+    Stolen,
+    Hidden,
+    Hardirq,
+    Sysvec,
+    Softirq,
+    NetRx,
+    Inline,
+    IrqRate,
+    Cpu,
+    Node,
+    Affinity,
+    Command,
+}
+
+use ProcColumn as P;
+
+/// Which columns the TUI keeps on a narrow terminal, most wanted first
+/// (COMMAND always stays, taking what is left).
+pub const PRIORITY: [ProcColumn; 17] = [
+    P::Pid,
+    P::Top,
+    P::True,
+    P::Stolen,
+    P::Hidden,
+    P::NetRx,
+    P::Gap,
+    P::User,
+    P::Softirq,
+    P::Hardirq,
+    P::Cpu,
+    P::Inline,
+    P::OnCpu,
+    P::Sysvec,
+    P::IrqRate,
+    P::Node,
+    P::Affinity,
+];
+
+/// What a row needs besides its task: names resolved elsewhere (reading
+/// /etc/passwd is I/O) and the frame's facts.
+pub struct RowCtx<'a> {
+    pub users: &'a HashMap<u32, String>,
+    /// NUMA node by CPU number.
+    pub cpu_node: &'a [Option<u32>],
+    /// The frame's interrupt figures were traced (BPF), not estimated.
+    pub traced: bool,
+}
+
+impl RowCtx<'_> {
+    pub fn user(&self, uid: u32) -> String {
+        self.users
+            .get(&uid)
+            .cloned()
+            .unwrap_or_else(|| uid.to_string())
+    }
+
+    pub fn node(&self, cpu: u32) -> Option<u32> {
+        self.cpu_node.get(cpu as usize).copied().flatten()
+    }
+}
+
+/// NUMA node by CPU number, from the frame's CPU list.
+pub fn cpu_nodes(f: &Frame) -> Vec<Option<u32>> {
+    let max = f.cpus.iter().map(|c| c.cpu + 1).max().unwrap_or(0) as usize;
+    let mut node = vec![None; max];
+    for c in &f.cpus {
+        node[c.cpu as usize] = c.node;
+    }
+    node
+}
+
+/// `traced` for a frame: BPF measured its interrupt figures.
+pub fn traced(f: &Frame) -> bool {
+    f.source == Source::Bpf
+}
+
+impl ProcColumn {
+    /// Display order (COMMAND last, as in top), which `<`/`>` walk.
+    pub const ALL: [ProcColumn; 18] = [
+        P::Pid,
+        P::User,
+        P::Top,
+        P::OnCpu,
+        P::True,
+        P::Gap,
+        P::Stolen,
+        P::Hidden,
+        P::Hardirq,
+        P::Sysvec,
+        P::Softirq,
+        P::NetRx,
+        P::Inline,
+        P::IrqRate,
+        P::Cpu,
+        P::Node,
+        P::Affinity,
+        P::Command,
+    ];
+
+    /// The header with BPF, and the name README documents.
+    pub fn title(self) -> &'static str {
+        match self {
+            P::Pid => "PID",
+            P::User => "USER",
+            P::Top => "TOP%",
+            P::OnCpu => "ONCPU%",
+            P::True => "TRUE%",
+            P::Gap => "GAP",
+            P::Stolen => "STOLEN%",
+            P::Hidden => "HIDDEN~%",
+            P::Hardirq => "HI%",
+            P::Sysvec => "SYSV%",
+            P::Softirq => "SI%",
+            P::NetRx => "NET_RX%",
+            P::Inline => "INLINE%",
+            P::IrqRate => "IRQ/s",
+            P::Cpu => "CPU",
+            P::Node => "NODE",
+            P::Affinity => "AFFINITY",
+            P::Command => "COMMAND",
+        }
+    }
+
+    /// The header as printed: `TID` over thread rows, and `~` on the
+    /// columns that are estimates without BPF.
+    pub fn header(self, traced: bool, thread_rows: bool) -> String {
+        match self {
+            P::Pid if thread_rows => "TID".into(),
+            P::True if !traced => "TRUE~%".into(),
+            P::Stolen if !traced => "STOLEN~%".into(),
+            P::Hardirq if !traced => "HI~%".into(),
+            c => c.title().into(),
+        }
+    }
+
+    /// What the column means, for the sort picker.
+    pub fn describe(self) -> &'static str {
+        match self {
+            P::Pid => "process ID (thread ID on thread rows)",
+            P::User => "owner",
+            P::Top => "%CPU exactly as top shows it",
+            P::OnCpu => "time the scheduler had it on a CPU",
+            P::True => "CPU the task really got for its own work",
+            P::Gap => "TOP% minus TRUE%: what top gets wrong",
+            P::Stolen => "HI% + SI%: irq work run on its time for others",
+            P::Hidden => "estimate: untraced cost of its interruptions",
+            P::Hardirq => "stolen: hardirq, devices + system vectors",
+            P::Sysvec => "stolen: system vectors (timer, IPIs) of HI%",
+            P::Softirq => "stolen: softirq, all vectors",
+            P::NetRx => "stolen: NET_RX softirq, part of SI%",
+            P::Inline => "softirq it raised itself (e.g. its sends)",
+            P::IrqRate => "interruptions per second in its context",
+            P::Cpu => "CPU it last ran on",
+            P::Node => "NUMA node of its last CPU",
+            P::Affinity => "CPUs it may run on",
+            P::Command => "command name ([kernel thread])",
+        }
+    }
+
+    /// Columns wide enough for their header (with `~`) and their values.
+    pub fn width(self) -> u16 {
+        match self {
+            P::Pid => 7,
+            P::User => 8,
+            P::Top => 5,
+            P::OnCpu => 6,
+            P::True => 6,
+            P::Gap => 5,
+            P::Stolen => 8,
+            P::Hidden => 8,
+            P::Hardirq => 4,
+            P::Sysvec => 5,
+            P::Softirq => 4,
+            P::NetRx => 7,
+            P::Inline => 7,
+            P::IrqRate => 6,
+            P::Cpu => 3,
+            P::Node => 4,
+            P::Affinity => 9,
+            P::Command => 15,
+        }
+    }
+
+    /// Numbers align right and sort largest first.
+    pub fn numeric(self) -> bool {
+        !matches!(self, P::User | P::Command | P::Affinity)
+    }
+
+    /// Amounts sort largest first; identifiers and text ascending (htop).
+    pub fn default_descending(self) -> bool {
+        self.numeric() && !matches!(self, P::Pid | P::Cpu | P::Node)
+    }
+
+    /// Only a tracer measures it: `n/a` without BPF.
+    fn traced_only(self) -> bool {
+        matches!(
+            self,
+            P::Hidden | P::Sysvec | P::Softirq | P::NetRx | P::Inline | P::IrqRate
+        )
+    }
+
+    /// The column's figure, for the percent and rate columns.
+    pub fn value(self, t: &TaskView) -> Option<f64> {
+        Some(match self {
+            P::Top => t.top_pct,
+            P::OnCpu => t.on_cpu_pct,
+            P::True => t.true_pct,
+            P::Gap => t.gap_pct(),
+            P::Stolen => t.stolen_pct,
+            P::Hidden => t.hidden_pct,
+            P::Hardirq => t.hi_pct(),
+            P::Sysvec => t.sysvec_pct,
+            P::Softirq => t.si_pct(),
+            P::NetRx => t.net_rx_pct(),
+            P::Inline => t.inline_pct,
+            P::IrqRate => t.interrupts_per_s,
+            _ => return None,
+        })
+    }
+
+    /// The cell's text, the same in every front end.
+    pub fn text(self, t: &TaskView, cx: &RowCtx) -> String {
+        if !cx.traced && self.traced_only() {
+            return "n/a".into();
+        }
+        match self {
+            P::Pid => t.id().to_string(),
+            P::User => cx.user(t.uid),
+            P::Cpu => t.last_cpu.to_string(),
+            P::Node => cx.node(t.last_cpu).map_or("-".into(), |n| n.to_string()),
+            P::Affinity => t.affinity.clone(),
+            P::Command if t.kthread => format!("[{}]", t.comm),
+            P::Command => t.comm.clone(),
+            P::Top | P::OnCpu | P::True => fmt_pct(self.value(t).unwrap_or(0.0)),
+            P::IrqRate => fmt_rate(t.interrupts_per_s),
+            // GAP below zero is top under-stating, not a loss: shown as none.
+            c => fmt_pct_or_dash(c.value(t).unwrap_or(0.0).max(0.0)),
+        }
+    }
+
+    /// Orders two rows by this column, ascending.
+    pub fn compare(self, a: &TaskView, b: &TaskView, cx: &RowCtx) -> Ordering {
+        match self {
+            P::Pid => a.pid.cmp(&b.pid).then(a.tid.cmp(&b.tid)),
+            P::User => cx.user(a.uid).cmp(&cx.user(b.uid)),
+            P::Command => a.comm.cmp(&b.comm),
+            P::Cpu => a.last_cpu.cmp(&b.last_cpu),
+            P::Node => cx.node(a.last_cpu).cmp(&cx.node(b.last_cpu)),
+            P::Affinity => a.affinity.cmp(&b.affinity),
+            c => c
+                .value(a)
+                .unwrap_or(0.0)
+                .total_cmp(&c.value(b).unwrap_or(0.0)),
+        }
+    }
+
+    /// Its place in [`ProcColumn::ALL`].
+    pub fn pos(self) -> usize {
+        P::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+}

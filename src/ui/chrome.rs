@@ -1,0 +1,323 @@
+//! Everything around a view: the summary line, the tabs, the view's
+//! header line, the status line, and the help and sort-picker overlays.
+
+use ratatui::Frame as TermFrame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
+use super::keymap;
+use super::style::{STOLEN_MARK_PCT, Sty};
+use super::views::View;
+use crate::model::raw::Regime;
+use crate::output::columns::ProcColumn;
+use crate::output::format::{fmt_pct, fmt_rate, hms};
+
+/// Below the smallest terminal the TUI draws into, a note instead.
+pub(crate) fn too_small(f: &mut TermFrame, area: Rect) -> bool {
+    if area.width >= MIN_WIDTH && area.height >= MIN_HEIGHT {
+        return false;
+    }
+    let msg = format!(
+        "nettop: terminal too small ({}x{}, need {}x{}). q quits.",
+        area.width, area.height, MIN_WIDTH, MIN_HEIGHT
+    );
+    f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
+    true
+}
+
+pub(crate) fn summary_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
+    let Some(f) = &app.frame else {
+        return Line::from(vec![
+            Span::styled("nettop", s.accent()),
+            Span::raw("  waiting for the first interval..."),
+        ]);
+    };
+    let m = &f.summary;
+    let stolen_style = if m.stolen_pct_total >= STOLEN_MARK_PCT {
+        s.stolen()
+    } else {
+        Style::new()
+    };
+    let spans = vec![
+        Span::styled("nettop ", s.accent()),
+        Span::raw(format!("{} {} │ ", f.hostname, hms(f.unix_ms))),
+        Span::styled(
+            format!("top misattributes {:.2} CPUs", m.stolen_pct_total / 100.0),
+            stolen_style,
+        ),
+        Span::raw(format!(
+            " │ {} CPUs us {} sy {} hi {} ",
+            m.cpus_online,
+            fmt_pct(m.usr_pct),
+            fmt_pct(m.sys_pct),
+            fmt_pct(m.irq_pct)
+        )),
+        Span::styled(format!("si {}", fmt_pct(m.soft_pct)), s.net_rx()),
+        Span::raw(format!(
+            " id {} st {} │ ",
+            fmt_pct(m.idle_pct),
+            fmt_pct(m.steal_pct)
+        )),
+        Span::styled(format!("NET_RX {}/s", fmt_rate(m.net_rx_per_s)), s.net_rx()),
+        Span::raw(format!(
+            " pkts {}/s polls {}/s squeeze {}/s │ {} tasks {} procs",
+            fmt_rate(m.packets_per_s),
+            fmt_rate(m.napi_polls_per_s),
+            fmt_rate(m.time_squeeze_per_s),
+            m.tasks,
+            m.processes
+        )),
+    ];
+    Line::from(spans)
+}
+
+pub(crate) fn tab_line<'a>(app: &App, s: &Sty) -> Line<'a> {
+    let mut spans = Vec::new();
+    for (v, label, ..) in tab_spans() {
+        let st = if v == app.view { s.header() } else { s.dim() };
+        spans.push(Span::styled(label, st));
+        spans.push(Span::raw(" "));
+    }
+    Line::from(spans)
+}
+
+pub(crate) fn view_header<'a>(app: &App, s: &Sty) -> Line<'a> {
+    Line::from(Span::styled(app.view.header(app), s.dim()))
+}
+
+pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
+    match &app.mode {
+        Mode::Filter(buf) => {
+            return Line::from(vec![
+                Span::styled(
+                    "Filter (command, user or PID; Enter applies, Esc cancels): ",
+                    s.accent(),
+                ),
+                Span::raw(format!("{buf}_")),
+            ]);
+        }
+        Mode::Delay(buf) => {
+            return Line::from(vec![
+                Span::styled(
+                    format!(
+                        "Delay in seconds (now {}; Enter applies, Esc cancels): ",
+                        app.delay
+                    ),
+                    s.accent(),
+                ),
+                Span::raw(format!("{buf}_")),
+            ]);
+        }
+        Mode::Goto(buf) => {
+            return Line::from(vec![
+                Span::styled(
+                    "Go to time (HH:MM[:SS] UTC, or +30s -10m +1h; Enter jumps, Esc cancels): ",
+                    s.accent(),
+                ),
+                Span::raw(format!("{buf}_")),
+            ]);
+        }
+        _ => {}
+    }
+    let mut spans = Vec::new();
+    if app.paused {
+        spans.push(Span::styled(" PAUSED ", s.header()));
+        spans.push(Span::raw(" "));
+    }
+    if let Some(r) = app.replay {
+        let st = if r.playing { "playing" } else { "paused" };
+        spans.push(Span::styled(
+            format!(" REPLAY {}/{} {st} ", r.index + 1, r.len),
+            s.header(),
+        ));
+        spans.push(Span::raw(" "));
+    }
+    let regime = app.frame.as_ref().map_or(Regime::Unknown, |f| f.regime);
+    let note_style = if regime == Regime::Unknown {
+        s.warn()
+    } else {
+        Style::new()
+    };
+    spans.push(Span::styled(
+        format!("regime {}", regime.name()),
+        note_style,
+    ));
+    if let Some(f) = app.frame.as_ref().filter(|f| !f.hidden_note.is_empty()) {
+        // The full note (origin, spread) is in the help screen.
+        if f.hidden_note.contains("not calibrated") {
+            spans.push(Span::styled(" · HIDDEN~ not calibrated", s.warn()));
+        } else {
+            spans.push(Span::raw(" · HIDDEN~ calibrated (? for how)"));
+        }
+    }
+    if let Some(f) = &app.frame {
+        let src = match f.source {
+            crate::model::raw::Source::Bpf if f.health.attach_mode.is_empty() => "BPF".to_string(),
+            crate::model::raw::Source::Bpf => format!("BPF {}", f.health.attach_mode),
+            crate::model::raw::Source::ProcOnly => "/proc only (estimates)".to_string(),
+        };
+        spans.push(Span::raw(format!(
+            " │ {src} │ interval {:.2}s delay {}s",
+            f.interval_s, app.delay
+        )));
+        let h = &f.health;
+        if h.task_source.starts_with("/proc") {
+            spans.push(Span::styled(
+                format!(" │ tasks {}", h.task_source),
+                note_style,
+            ));
+        }
+        let dropped = h.map_full
+            + h.napi_map_full
+            + h.unmatched_exits
+            + h.recursion_misses
+            + h.exited_lost
+            + h.bad_records;
+        let dropped_style = if dropped > 0 { s.warn() } else { Style::new() };
+        spans.push(Span::raw(" │ "));
+        let parts: Vec<String> = [
+            ("map_full", h.map_full),
+            ("napi_map_full", h.napi_map_full),
+            ("unmatched", h.unmatched_exits),
+            ("recursion", h.recursion_misses),
+            ("exited_lost", h.exited_lost),
+            ("bad_records", h.bad_records),
+        ]
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+        let text = if parts.is_empty() {
+            "dropped 0".to_string()
+        } else {
+            format!("dropped {dropped} ({})", parts.join(", "))
+        };
+        spans.push(Span::styled(text, dropped_style));
+        if h.vanished_tasks > 0 {
+            spans.push(Span::raw(format!(" vanished {}", h.vanished_tasks)));
+        }
+        if !h.missing_tracepoints.is_empty() {
+            spans.push(Span::styled(
+                format!(" missing tp {}", h.missing_tracepoints.len()),
+                s.warn(),
+            ));
+        }
+        if let Some(b) = h.bpf_cpu_pct {
+            spans.push(Span::raw(format!(" │ BPF cost {}%", fmt_pct(b))));
+        }
+        for n in &h.notes {
+            spans.push(Span::raw(" │ "));
+            spans.push(Span::styled(n.as_str(), s.warn()));
+        }
+    } else {
+        spans.push(Span::raw(format!(" │ delay {}s", app.delay)));
+    }
+    if let Some(m) = &app.message {
+        spans.push(Span::raw(" │ "));
+        spans.push(Span::styled(m.as_str(), s.accent()));
+    }
+    spans.push(Span::styled(" │ ? help  q quit", s.dim()));
+    Line::from(spans)
+}
+
+/// Tab labels as drawn on the tab line, with their x ranges (for the mouse).
+pub fn tab_spans() -> Vec<(View, String, u16, u16)> {
+    let mut x = 0u16;
+    View::ALL
+        .iter()
+        .map(|v| {
+            let label = format!(" {} {} ", v.index() + 1, v.title());
+            let w = label.chars().count() as u16;
+            let span = (*v, label, x, x + w);
+            x += w + 1;
+            span
+        })
+        .collect()
+}
+
+pub(crate) fn tab_at(x: u16) -> Option<View> {
+    tab_spans()
+        .into_iter()
+        .find(|(_, _, a, b)| x >= *a && x < *b)
+        .map(|(v, ..)| v)
+}
+
+// -------------------------------------------------------------- overlays
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    // The frame's notes on how TRUE% is computed, wrapped below the keys.
+    let notes: Vec<&str> = app
+        .frame
+        .as_ref()
+        .map(|fr| vec![fr.regime_note.as_str(), fr.hidden_note.as_str()])
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect();
+    let note_rows: u16 = notes
+        .iter()
+        .map(|n| (n.chars().count() as u16).div_ceil(68) + 1)
+        .sum();
+    let mut rows = keymap::help();
+    rows.push((keymap::MOUSE_HELP.0.to_string(), keymap::MOUSE_HELP.1));
+    let r = centered(area, 72, rows.len() as u16 + 4 + note_rows);
+    f.render_widget(Clear, r);
+    let mut lines: Vec<Line> = rows
+        .into_iter()
+        .map(|(k, d)| {
+            Line::from(vec![
+                Span::styled(format!(" {k:<16} "), s.accent()),
+                Span::raw(d),
+            ])
+        })
+        .collect();
+    lines.push(Line::from(Span::styled(
+        " ! = task loses ≥10% of a CPU to interrupt work run on its time",
+        s.dim(),
+    )));
+    for n in notes {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(format!(" {n}"), s.dim())));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" nettop keys (read-only: nothing is ever killed) ");
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        r,
+    );
+}
+
+pub(crate) fn draw_picker(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, sel: usize) {
+    let r = centered(area, 60, ProcColumn::ALL.len() as u16 + 2);
+    f.render_widget(Clear, r);
+    let lines: Vec<Line> = ProcColumn::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mark = if *c == app.sort.column { "*" } else { " " };
+            let l = Line::from(format!("{mark}{:<8} {}", c.title(), c.describe()));
+            if i == sel { l.style(s.selected()) } else { l }
+        })
+        .collect();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" sort by (Enter picks, Esc cancels) ");
+    f.render_widget(Paragraph::new(lines).block(block), r);
+}

@@ -1,0 +1,375 @@
+//! Input: the one keymap table, from which both the key handling and the
+//! help overlay come (so they cannot disagree), and the mouse.
+//!
+//! Each [`Entry`] is one help line: the keys it binds (their names are the
+//! line's label) and what they do. [`App::handle_key`] looks every key up
+//! here and nowhere else; the prompts and the sort picker, which take text
+//! or list keys, are in [`super::prompt`].
+
+use crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+
+use super::app::{Action, App, CHROME_BOTTOM, CHROME_TOP, Mode};
+use super::chrome::tab_at;
+use super::views::View;
+
+/// Rows the mouse wheel moves.
+const WHEEL_STEP: usize = 3;
+/// Samples `{`/`}` jump in replay.
+pub const REPLAY_JUMP: usize = 10;
+
+/// A key as bound: with Ctrl, or as typed (Shift is in the character).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key {
+    pub code: KeyCode,
+    pub ctrl: bool,
+}
+
+const fn key(code: KeyCode) -> Key {
+    Key { code, ctrl: false }
+}
+
+const fn ch(c: char) -> Key {
+    key(KeyCode::Char(c))
+}
+
+impl Key {
+    /// Ctrl bindings need Ctrl (either case of the letter), the others
+    /// its absence: Ctrl-J is not `j`. Shift is part of the character.
+    fn matches(self, ev: &KeyEvent) -> bool {
+        if self.ctrl != ev.modifiers.contains(KeyModifiers::CONTROL) {
+            return false;
+        }
+        if !self.ctrl {
+            return self.code == ev.code;
+        }
+        match (self.code, ev.code) {
+            (KeyCode::Char(a), KeyCode::Char(b)) => a.eq_ignore_ascii_case(&b),
+            (a, b) => a == b,
+        }
+    }
+
+    /// The key's name in the help overlay.
+    pub fn name(self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "Space".to_string(),
+            KeyCode::Char(c) if self.ctrl => c.to_ascii_uppercase().to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Up => "Up".into(),
+            KeyCode::Down => "Down".into(),
+            KeyCode::PageUp => "PgUp".into(),
+            KeyCode::PageDown => "PgDn".into(),
+            KeyCode::Home => "Home".into(),
+            KeyCode::End => "End".into(),
+            KeyCode::Tab => "Tab".into(),
+            KeyCode::BackTab => "Shift-Tab".into(),
+            KeyCode::Esc => "Esc".into(),
+            KeyCode::F(n) => format!("F{n}"),
+            other => format!("{other:?}"),
+        };
+        if self.ctrl {
+            format!("Ctrl-{base}")
+        } else {
+            base
+        }
+    }
+}
+
+/// What a key does in the views (no prompt open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    Help,
+    NextView,
+    PrevView,
+    Show(View),
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    First,
+    Last,
+    Threads,
+    Tree,
+    SortLeft,
+    SortRight,
+    SortPicker,
+    Reverse,
+    Filter,
+    Follow,
+    Clear,
+    Pause,
+    Delay,
+    Step(isize),
+    GotoTime,
+}
+
+/// One help line: the keys and what they do.
+pub struct Entry {
+    pub binds: &'static [(Key, Command)],
+    pub help: &'static str,
+}
+
+use Command as C;
+use KeyCode as K;
+
+/// Every key of the views, in help order.
+pub const KEYMAP: &[Entry] = &[
+    Entry {
+        binds: &[(key(K::Tab), C::NextView), (key(K::BackTab), C::PrevView)],
+        help: "next / previous view",
+    },
+    Entry {
+        binds: &[
+            (ch('1'), C::Show(View::Processes)),
+            (ch('2'), C::Show(View::Cpus)),
+            (ch('3'), C::Show(View::Devices)),
+            (ch('4'), C::Show(View::Topology)),
+            (ch('5'), C::Show(View::Pinning)),
+        ],
+        help: "Processes, CPUs, Devices/NAPI, Topology, Pinning",
+    },
+    Entry {
+        binds: &[
+            (key(K::Up), C::Up),
+            (key(K::Down), C::Down),
+            (ch('k'), C::Up),
+            (ch('j'), C::Down),
+        ],
+        help: "move selection (scroll in text views)",
+    },
+    Entry {
+        binds: &[(key(K::PageUp), C::PageUp), (key(K::PageDown), C::PageDown)],
+        help: "move one page",
+    },
+    Entry {
+        binds: &[
+            (key(K::Home), C::First),
+            (key(K::End), C::Last),
+            (ch('g'), C::First),
+            (ch('G'), C::Last),
+        ],
+        help: "first / last row",
+    },
+    Entry {
+        binds: &[(ch('H'), C::Threads)],
+        help: "threads on/off (as in top)",
+    },
+    Entry {
+        binds: &[(ch('t'), C::Tree)],
+        help: "tree: threads under their process",
+    },
+    Entry {
+        binds: &[(ch('<'), C::SortLeft), (ch('>'), C::SortRight)],
+        help: "sort by the column left / right",
+    },
+    Entry {
+        binds: &[(ch('F'), C::SortPicker), (ch('s'), C::SortPicker)],
+        help: "sort column picker",
+    },
+    Entry {
+        binds: &[(ch('R'), C::Reverse)],
+        help: "reverse sort order",
+    },
+    Entry {
+        binds: &[(ch('/'), C::Filter)],
+        help: "filter by command, user or PID (Enter applies)",
+    },
+    Entry {
+        binds: &[(ch('f'), C::Follow)],
+        help: "follow the selected PID",
+    },
+    Entry {
+        binds: &[(key(K::Esc), C::Clear)],
+        help: "clear filter and follow",
+    },
+    Entry {
+        binds: &[(ch('p'), C::Pause), (ch(' '), C::Pause)],
+        help: "pause / resume (replay: play / pause)",
+    },
+    Entry {
+        binds: &[(ch('d'), C::Delay)],
+        help: "set delay in seconds",
+    },
+    Entry {
+        binds: &[(ch('['), C::Step(-1)), (ch(']'), C::Step(1))],
+        help: "replay: previous / next sample",
+    },
+    Entry {
+        binds: &[
+            (ch('{'), C::Step(-(REPLAY_JUMP as isize))),
+            (ch('}'), C::Step(REPLAY_JUMP as isize)),
+        ],
+        help: "replay: jump 10 samples",
+    },
+    Entry {
+        binds: &[(ch('T'), C::GotoTime)],
+        help: "replay: go to a time (14:05 UTC, +30s, -10m)",
+    },
+    Entry {
+        binds: &[(ch('?'), C::Help), (key(K::F(1)), C::Help)],
+        help: "this help (any key closes)",
+    },
+    Entry {
+        binds: &[
+            (ch('q'), C::Quit),
+            (
+                Key {
+                    code: K::Char('c'),
+                    ctrl: true,
+                },
+                C::Quit,
+            ),
+        ],
+        help: "quit (nettop never kills anything)",
+    },
+];
+
+/// The help line for the mouse, which has no keys to bind.
+pub const MOUSE_HELP: (&str, &str) = ("mouse", "click selects a row or a tab; wheel scrolls");
+
+/// The help overlay's key lines: (key names, what they do).
+pub fn help() -> Vec<(String, &'static str)> {
+    KEYMAP
+        .iter()
+        .map(|e| {
+            let names: Vec<String> = e.binds.iter().map(|(k, _)| k.name()).collect();
+            (names.join(" "), e.help)
+        })
+        .collect()
+}
+
+/// The command bound to `ev`; Ctrl bindings first, so Ctrl-C is never
+/// taken for a plain `c`.
+fn lookup(ev: &KeyEvent, ctrl_only: bool) -> Option<Command> {
+    let binds = || KEYMAP.iter().flat_map(|e| e.binds.iter());
+    binds()
+        .filter(|(k, _)| k.ctrl)
+        .chain(binds().filter(|(k, _)| !k.ctrl && !ctrl_only))
+        .find(|(k, _)| k.matches(ev))
+        .map(|(_, c)| *c)
+}
+
+impl App {
+    pub fn handle_event(&mut self, ev: &Event) -> Action {
+        match ev {
+            Event::Key(k) if k.kind != KeyEventKind::Release => self.handle_key(*k),
+            Event::Mouse(m) => {
+                self.handle_mouse(*m);
+                Action::None
+            }
+            Event::Resize(w, h) => {
+                self.resize(*w, *h);
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+
+    pub fn handle_key(&mut self, k: KeyEvent) -> Action {
+        // Ctrl bindings (quit) work in every mode, prompts included.
+        if let Some(c) = lookup(&k, true) {
+            self.mode = Mode::Normal;
+            return self.run(c);
+        }
+        match std::mem::replace(&mut self.mode, Mode::Normal) {
+            Mode::Normal => {
+                self.message = None;
+                lookup(&k, false).map_or(Action::None, |c| self.run(c))
+            }
+            // Any key closes help; `q` closes it rather than quitting, as in htop.
+            Mode::Help => Action::None,
+            Mode::Filter(buf) => {
+                self.key_filter(k, buf);
+                Action::None
+            }
+            Mode::Delay(buf) => self.key_delay(k, buf),
+            Mode::Goto(buf) => self.key_goto(k, buf),
+            Mode::SortPicker(i) => {
+                self.key_picker(k, i);
+                Action::None
+            }
+        }
+    }
+
+    fn run(&mut self, c: Command) -> Action {
+        let view = self.view;
+        let page = self.viewport(view) as isize;
+        match c {
+            C::Quit => return Action::Quit,
+            C::Help => self.mode = Mode::Help,
+            C::NextView => self.set_view(View::ALL[(view.index() + 1) % View::ALL.len()]),
+            C::PrevView => {
+                let n = View::ALL.len();
+                self.set_view(View::ALL[(view.index() + n - 1) % n]);
+            }
+            C::Show(v) => self.set_view(v),
+            C::Up => self.move_by(view, -1),
+            C::Down => self.move_by(view, 1),
+            C::PageUp => self.move_by(view, -page),
+            C::PageDown => self.move_by(view, page),
+            C::First => self.move_to(view, 0),
+            C::Last => self.move_to(view, usize::MAX),
+            C::Threads => {
+                self.threads = !self.threads;
+                self.rebuild();
+                return self.thread_rows();
+            }
+            C::Tree => {
+                self.tree = !self.tree;
+                self.rebuild();
+                return self.thread_rows();
+            }
+            C::SortLeft => self.shift_sort(-1),
+            C::SortRight => self.shift_sort(1),
+            C::Reverse => {
+                self.sort.descending = !self.sort.descending;
+                self.rebuild();
+            }
+            C::SortPicker => self.mode = Mode::SortPicker(self.sort.column.pos()),
+            C::Filter => self.mode = Mode::Filter(self.filter.clone()),
+            C::Follow => self.toggle_follow(),
+            C::Clear => {
+                self.filter.clear();
+                self.follow = None;
+                self.rebuild();
+            }
+            C::Pause => return self.toggle_pause(),
+            C::Delay => self.mode = Mode::Delay(String::new()),
+            C::Step(d) => return self.seek_by(d),
+            C::GotoTime if self.replay.is_some() => self.mode = Mode::Goto(String::new()),
+            C::GotoTime => {}
+        }
+        Action::None
+    }
+
+    fn handle_mouse(&mut self, m: MouseEvent) {
+        if self.mode != Mode::Normal {
+            return;
+        }
+        let view = self.view;
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_by(view, WHEEL_STEP as isize),
+            MouseEventKind::ScrollUp => self.move_by(view, -(WHEEL_STEP as isize)),
+            MouseEventKind::Down(MouseButton::Left) => {
+                if m.row == 1 {
+                    if let Some(v) = tab_at(m.column) {
+                        self.set_view(v);
+                    }
+                    return;
+                }
+                let top = CHROME_TOP + u16::from(view.has_table_header());
+                let bottom = self.height.saturating_sub(CHROME_BOTTOM);
+                if m.row >= top && m.row < bottom && !view.scrolls_only() {
+                    let i = self.pos[view.index()].offset + (m.row - top) as usize;
+                    if i < self.len(view) {
+                        self.pos[view.index()].selected = i;
+                        self.follow = None;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

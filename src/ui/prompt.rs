@@ -1,0 +1,140 @@
+//! The status-line prompts (filter, delay, go to time) and the sort picker:
+//! keys while one of them is open. The keys of the views themselves are in
+//! [`super::keymap`].
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::app::{Action, App, Mode};
+use super::views::View;
+use crate::output::columns::ProcColumn;
+
+impl App {
+    pub(crate) fn key_filter(&mut self, k: KeyEvent, mut buf: String) {
+        match k.code {
+            KeyCode::Enter => {
+                self.filter = buf.trim().to_string();
+                self.rebuild();
+                self.move_to(View::Processes, 0);
+            }
+            KeyCode::Esc => {}
+            KeyCode::Backspace => {
+                buf.pop();
+                self.mode = Mode::Filter(buf);
+            }
+            KeyCode::Char(c) if !c.is_control() => {
+                buf.push(c);
+                self.mode = Mode::Filter(buf);
+            }
+            _ => self.mode = Mode::Filter(buf),
+        }
+    }
+
+    pub(crate) fn key_delay(&mut self, k: KeyEvent, mut buf: String) -> Action {
+        match k.code {
+            KeyCode::Enter => {
+                let s = buf.trim();
+                if s.is_empty() {
+                    return Action::None;
+                }
+                match s.parse::<f64>() {
+                    Ok(v) if (0.05..=3600.0).contains(&v) => {
+                        self.delay = v;
+                        self.message = Some(format!("delay set to {v} s"));
+                        return Action::SetDelay(v);
+                    }
+                    _ => {
+                        self.message =
+                            Some(format!("'{s}' is not a delay (seconds, 0.05 to 3600)"));
+                    }
+                }
+            }
+            KeyCode::Esc => {}
+            KeyCode::Backspace => {
+                buf.pop();
+                self.mode = Mode::Delay(buf);
+            }
+            KeyCode::Char(c) if c.is_ascii_digit() || c == '.' => {
+                buf.push(c);
+                self.mode = Mode::Delay(buf);
+            }
+            _ => self.mode = Mode::Delay(buf),
+        }
+        Action::None
+    }
+
+    pub(crate) fn key_goto(&mut self, k: KeyEvent, mut buf: String) -> Action {
+        match k.code {
+            KeyCode::Enter => {
+                let now = self.frame.as_ref().map_or(0, |f| f.unix_ms);
+                match parse_goto(buf.trim(), now) {
+                    Ok(t) => return Action::SeekTime(t),
+                    Err(e) => self.message = Some(e),
+                }
+            }
+            KeyCode::Esc => {}
+            KeyCode::Backspace => {
+                buf.pop();
+                self.mode = Mode::Goto(buf);
+            }
+            KeyCode::Char(c) if c.is_ascii_alphanumeric() || ":+-.".contains(c) => {
+                buf.push(c);
+                self.mode = Mode::Goto(buf);
+            }
+            _ => self.mode = Mode::Goto(buf),
+        }
+        Action::None
+    }
+
+    pub(crate) fn key_picker(&mut self, k: KeyEvent, i: usize) {
+        let n = ProcColumn::ALL.len();
+        match k.code {
+            KeyCode::Up | KeyCode::Char('k') => self.mode = Mode::SortPicker(i.saturating_sub(1)),
+            KeyCode::Down | KeyCode::Char('j') => self.mode = Mode::SortPicker((i + 1).min(n - 1)),
+            KeyCode::Home => self.mode = Mode::SortPicker(0),
+            KeyCode::End => self.mode = Mode::SortPicker(n - 1),
+            KeyCode::Enter | KeyCode::Char('s') | KeyCode::Char('F') => {
+                self.set_sort(ProcColumn::ALL[i.min(n - 1)]);
+            }
+            KeyCode::Esc | KeyCode::Char('q') => {}
+            _ => self.mode = Mode::SortPicker(i),
+        }
+    }
+}
+
+/// Farther than any recording reaches; longer offsets are typos.
+const GOTO_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
+
+/// A replay jump target: `HH:MM[:SS]` (UTC, as the header shows times) on
+/// the day of the frame on screen, or an offset from it in the one duration
+/// syntax ([`crate::units`]): `+90s`, `-10m`, `+1h30m` (a bare number is
+/// seconds). Returns unix milliseconds.
+pub fn parse_goto(s: &str, now_unix_ms: u64) -> Result<u64, String> {
+    let bad = || format!("'{s}': go to HH:MM[:SS] (UTC) or an offset like +30s, -10m, +1h");
+    if s.is_empty() {
+        return Err(bad());
+    }
+    if s.starts_with(['+', '-']) {
+        let (fwd, d) = crate::units::parse_offset("T", s, GOTO_MAX)
+            .map_err(|e| format!("{e}; or HH:MM[:SS] (UTC)"))?;
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        return Ok(if fwd {
+            now_unix_ms.saturating_add(ms)
+        } else {
+            now_unix_ms.saturating_sub(ms)
+        });
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(bad());
+    }
+    let mut v = [0u64; 3];
+    for (slot, p) in v.iter_mut().zip(&parts) {
+        *slot = p.parse().map_err(|_| bad())?;
+    }
+    let [h, m, sec] = v;
+    if h > 23 || m > 59 || sec > 59 {
+        return Err(bad());
+    }
+    let day = now_unix_ms / 86_400_000 * 86_400_000;
+    Ok(day + (h * 3600 + m * 60 + sec) * 1000)
+}

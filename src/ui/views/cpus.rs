@@ -1,0 +1,278 @@
+//! CPUs view: per CPU, mpstat-style shares as a bar, NET_RX and napi rates,
+//! the tasks interrupt work is stolen from, and a busy-history sparkline.
+
+use ratatui::Frame as TermFrame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Table};
+
+use super::{View, mark_selected, on_screen};
+use crate::model::frame::{CpuView, Frame};
+use crate::output::format::{fmt_pct, fmt_rate};
+use crate::ui::app::App;
+use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
+
+pub(crate) const HEADER: &str = "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it";
+
+/// What the CPU rows need from the tasks, derived once per Frame.
+#[derive(Clone, Debug, Default)]
+pub struct CpuRows {
+    /// NUMA node by CPU number.
+    pub node: Vec<Option<u32>>,
+    /// Top victims (comm, stolen %) by CPU number.
+    pub victims: Vec<Vec<(String, f64)>>,
+}
+
+impl CpuRows {
+    pub fn build(frame: Option<&Frame>) -> CpuRows {
+        let Some(f) = frame else {
+            return CpuRows::default();
+        };
+        let node = crate::output::columns::cpu_nodes(f);
+        let mut by_cpu: Vec<Vec<(String, f64)>> = vec![Vec::new(); node.len()];
+        for t in f.finest_rows() {
+            if t.stolen_pct >= 1.0
+                && let Some(v) = by_cpu.get_mut(t.last_cpu as usize)
+            {
+                v.push((t.comm.clone(), t.stolen_pct));
+            }
+        }
+        for v in &mut by_cpu {
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            v.truncate(3);
+        }
+        CpuRows {
+            node,
+            victims: by_cpu,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum CpuCol {
+    Cpu,
+    Node,
+    Bar,
+    Usr,
+    Sys,
+    Irq,
+    Soft,
+    Steal,
+    Idle,
+    NetRx,
+    Pkts,
+    Polls,
+    Exh,
+    Squeeze,
+    Ksoftirqd,
+    Victims,
+    History,
+}
+
+const BAR_W: usize = 20;
+
+fn cpu_cols() -> Vec<(CpuCol, u16, &'static str)> {
+    use CpuCol::*;
+    vec![
+        (Cpu, 3, "CPU"),
+        (Node, 4, "NODE"),
+        (Bar, BAR_W as u16 + 2, "usr sys irq soft steal"),
+        (Usr, 4, "USR"),
+        (Sys, 4, "SYS"),
+        (Irq, 4, "IRQ"),
+        (Soft, 4, "SOFT"),
+        (Steal, 4, "STL"),
+        (Idle, 4, "IDLE"),
+        (NetRx, 7, "NETRX/s"),
+        (Pkts, 7, "PKTS/s"),
+        (Polls, 7, "POLLS/s"),
+        (Exh, 5, "EXH/s"),
+        (Squeeze, 5, "SQZ/s"),
+        (Ksoftirqd, 6, "KSIRQ%"),
+        (Victims, 22, "VICTIMS (stolen)"),
+        (History, 16, "BUSY HISTORY"),
+    ]
+}
+
+const CPU_PRIORITY: [CpuCol; 17] = [
+    CpuCol::Cpu,
+    CpuCol::Bar,
+    CpuCol::Soft,
+    CpuCol::NetRx,
+    CpuCol::Victims,
+    CpuCol::Pkts,
+    CpuCol::Polls,
+    CpuCol::Exh,
+    CpuCol::Squeeze,
+    CpuCol::Ksoftirqd,
+    CpuCol::Irq,
+    CpuCol::History,
+    CpuCol::Node,
+    CpuCol::Usr,
+    CpuCol::Sys,
+    CpuCol::Idle,
+    CpuCol::Steal,
+];
+
+/// Splits 0–100 % into `BAR_W` cells with largest-remainder rounding so
+/// the segments never exceed the bar.
+fn bar_spans<'a>(c: &CpuView, s: &Sty) -> Vec<Span<'a>> {
+    let parts = [
+        (c.usr_pct + c.nice_pct, '=', Color::Green),
+        (c.sys_pct + c.iowait_pct, '-', Color::Blue),
+        (c.irq_pct, '!', Color::Red),
+        (c.soft_pct, '#', Color::Magenta),
+        (c.steal_pct, '~', Color::Yellow),
+    ];
+    let scale = BAR_W as f64 / 100.0;
+    let mut cells: Vec<usize> = parts
+        .iter()
+        .map(|p| (p.0.max(0.0) * scale).floor() as usize)
+        .collect();
+    let mut used: usize = cells.iter().sum();
+    let mut rema: Vec<(usize, f64)> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (i, p.0.max(0.0) * scale - cells[i] as f64))
+        .collect();
+    rema.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = parts.iter().map(|p| p.0.max(0.0)).sum::<f64>() * scale;
+    let target = (total.round() as usize).min(BAR_W);
+    for (i, r) in rema {
+        if used >= target || r <= 0.0 {
+            break;
+        }
+        cells[i] += 1;
+        used += 1;
+    }
+    while used > BAR_W {
+        if let Some(m) = cells.iter_mut().max() {
+            *m -= 1;
+        }
+        used -= 1;
+    }
+    let mut spans = vec![Span::raw("[")];
+    for (i, p) in parts.iter().enumerate() {
+        if cells[i] > 0 {
+            spans.push(Span::styled(p.1.to_string().repeat(cells[i]), s.fg(p.2)));
+        }
+    }
+    spans.push(Span::raw(" ".repeat(BAR_W - used)));
+    spans.push(Span::raw("]"));
+    spans
+}
+
+/// Text sparkline of the last `w` values (0–100).
+fn sparkline(values: Option<&std::collections::VecDeque<f64>>, w: usize) -> String {
+    const TICKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let Some(v) = values else {
+        return " ".repeat(w);
+    };
+    let skip = v.len().saturating_sub(w);
+    let mut out: String = " ".repeat(w.saturating_sub(v.len()));
+    for x in v.iter().skip(skip) {
+        // Anything above zero shows at least the lowest tick.
+        let i = ((x / 100.0 * 8.0).round() as usize).clamp(usize::from(*x > 0.0), 8);
+        out.push(TICKS[i]);
+    }
+    out
+}
+
+pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    let all = cpu_cols();
+    let display: Vec<(CpuCol, u16)> = all.iter().map(|(c, w, _)| (*c, *w)).collect();
+    let cols = fit_columns(&display, &CPU_PRIORITY, area.width, 0);
+    let spec = |c: CpuCol| {
+        all.iter()
+            .find(|x| x.0 == c)
+            .map_or((0, ""), |x| (x.1, x.2))
+    };
+    let header = Row::new(cols.iter().map(|c| {
+        let (w, t) = spec(*c);
+        let right = !matches!(c, CpuCol::Bar | CpuCol::Victims | CpuCol::History);
+        Cell::from(fit(t, w as usize, right))
+    }))
+    .style(s.header());
+    let Some(frame) = &app.frame else {
+        f.render_widget(
+            Table::new(Vec::<Row>::new(), [Constraint::Length(1)]).header(header),
+            area,
+        );
+        return;
+    };
+    let rows: Vec<Row> = on_screen(app, View::Cpus, area, &frame.cpus)
+        .map(|(c, selected)| {
+            let cells = cols
+                .iter()
+                .map(|col| cpu_cell(app, s, c, *col, spec(*col).0 as usize));
+            mark_selected(Row::new(cells.collect::<Vec<_>>()), selected, s)
+        })
+        .collect();
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|c| Constraint::Length(spec(*c).0))
+        .collect();
+    f.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1),
+        area,
+    );
+}
+
+fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<'a> {
+    let num = |v: f64| Cell::from(fit(&fmt_pct(v), w, true));
+    let rate = |v: f64, st: Style| Cell::from(Span::styled(fit(&fmt_rate(v), w, true), st));
+    if !c.online && !matches!(col, CpuCol::Cpu | CpuCol::Node) {
+        return Cell::from(if col == CpuCol::Bar { "offline" } else { "" });
+    }
+    let hot = |v: f64| if v > 0.0 { s.warn() } else { Style::new() };
+    match col {
+        CpuCol::Cpu => Cell::from(fit(&c.cpu.to_string(), w, true)),
+        CpuCol::Node => Cell::from(fit(&c.node.map_or("-".into(), |n| n.to_string()), w, true)),
+        CpuCol::Bar => Cell::from(Line::from(bar_spans(c, s))),
+        CpuCol::Usr => num(c.usr_pct + c.nice_pct),
+        CpuCol::Sys => num(c.sys_pct),
+        CpuCol::Irq => num(c.irq_pct),
+        CpuCol::Soft => {
+            let st = if c.soft_pct >= STOLEN_MARK_PCT {
+                s.net_rx()
+            } else {
+                Style::new()
+            };
+            Cell::from(Span::styled(fit(&fmt_pct(c.soft_pct), w, true), st))
+        }
+        CpuCol::Steal => num(c.steal_pct),
+        CpuCol::Idle => num(c.idle_pct),
+        CpuCol::NetRx => rate(
+            c.net_rx_per_s,
+            if c.net_rx_per_s > 0.0 {
+                s.net_rx()
+            } else {
+                Style::new()
+            },
+        ),
+        CpuCol::Pkts => rate(c.packets_per_s, Style::new()),
+        CpuCol::Polls => rate(c.napi_polls_per_s, Style::new()),
+        CpuCol::Exh => rate(c.budget_exhausted_per_s, hot(c.budget_exhausted_per_s)),
+        CpuCol::Squeeze => rate(c.time_squeeze_per_s, hot(c.time_squeeze_per_s)),
+        CpuCol::Ksoftirqd => num(c.ksoftirqd_pct),
+        CpuCol::Victims => {
+            let v = app
+                .cpu_rows
+                .victims
+                .get(c.cpu as usize)
+                .map_or(String::new(), |v| {
+                    v.iter()
+                        .take(2)
+                        .map(|(n, p)| format!("{n} {p:.0}%"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+            Cell::from(Span::styled(fit(&v, w, false), s.stolen()))
+        }
+        CpuCol::History => Cell::from(Span::styled(
+            sparkline(app.history.get(&c.cpu), w),
+            s.fg(Color::Cyan),
+        )),
+    }
+}

@@ -1,0 +1,113 @@
+//! README's column table, batch text and the TUI's Processes view name the
+//! same task columns in the same order and print the same cells: one
+//! column table (src/output/columns.rs) feeds both front ends, and this
+//! test keeps README honest about it.
+
+use nettop::output::text::{TextOptions, render_frame};
+use nettop::ui::app::{App, Options, Theme};
+use nettop::ui::{fixtures, render};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// Column names from README's "Reading the columns" table, in order.
+fn readme_columns() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let section = readme
+        .split("## Reading the columns")
+        .nth(1)
+        .expect("README has a 'Reading the columns' section");
+    let table = section
+        .split("| column | meaning |")
+        .nth(1)
+        .expect("the section has a '| column | meaning |' table");
+    table
+        .lines()
+        .skip(2) // the rest of the header line and |---|---|
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cell = l.split('|').nth(1).unwrap_or("").trim();
+            cell.trim_matches('`').to_string()
+        })
+        .collect()
+}
+
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace()
+        .map(|w| w.trim_matches(['▼', '▲']).to_string())
+        .filter(|w| !w.is_empty() && w != "!")
+        .collect()
+}
+
+/// The batch task table: its header, and the row of `id`.
+fn batch(id: &str) -> (Vec<String>, Vec<String>) {
+    let frame = fixtures::busy_host();
+    let opts = TextOptions {
+        users: fixtures::users().into_iter().collect(),
+        ..Default::default()
+    };
+    let text = render_frame(&frame, &opts);
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("PID ") && l.contains("COMMAND"))
+        .unwrap_or_else(|| panic!("no task table header in:\n{text}"));
+    let row = lines[h + 1..]
+        .iter()
+        .find(|l| l.split_whitespace().next() == Some(id))
+        .unwrap_or_else(|| panic!("no row {id} in:\n{text}"));
+    (words(lines[h]), words(row))
+}
+
+/// The TUI's Processes view on a terminal wide enough for every column.
+fn tui(id: &str) -> (Vec<String>, Vec<String>) {
+    let (w, h) = (260, 50);
+    let mut app = App::new(Options {
+        delay: 1.0,
+        threads: false,
+        theme: Theme { color: false },
+        width: w,
+        height: h,
+    });
+    app.add_users(fixtures::users());
+    app.push_frame(fixtures::busy_host());
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| render::draw(f, &app)).unwrap();
+    let screen: Vec<String> = (0..h)
+        .map(|y| {
+            (0..w)
+                .map(|x| t.backend().buffer()[(x, y)].symbol().to_string())
+                .collect()
+        })
+        .collect();
+    let hdr = screen
+        .iter()
+        .position(|l| l.trim_start().starts_with("PID ") && l.contains("COMMAND"))
+        .unwrap_or_else(|| panic!("no Processes header in:\n{}", screen.join("\n")));
+    let row = screen[hdr + 1..]
+        .iter()
+        .map(|l| words(l))
+        .find(|w| w.first().map(String::as_str) == Some(id))
+        .unwrap_or_else(|| panic!("no row {id} on screen"));
+    (words(&screen[hdr]), row)
+}
+
+#[test]
+fn readme_batch_and_tui_show_the_same_columns() {
+    let readme = readme_columns();
+    assert!(readme.len() >= 10, "README column table: {readme:?}");
+    let (batch_header, _) = batch("880");
+    let (tui_header, _) = tui("880");
+    assert_eq!(batch_header, readme, "batch text header vs README");
+    assert_eq!(tui_header, readme, "TUI Processes header vs README");
+}
+
+#[test]
+fn batch_and_tui_print_the_same_cells() {
+    // A busy row (figures in every column) and an idle one (dashes).
+    for id in ["880", "5001", "7026"] {
+        let (_, b) = batch(id);
+        let (_, t) = tui(id);
+        assert_eq!(b, t, "row {id}: batch vs TUI");
+    }
+}
