@@ -734,10 +734,10 @@ impl App {
             return Action::None;
         }
         self.paused = !self.paused;
-        if !self.paused {
-            if let Some(f) = self.pending.take() {
-                self.show_frame(f);
-            }
+        if !self.paused
+            && let Some(f) = self.pending.take()
+        {
+            self.show_frame(f);
         }
         Action::None
     }
@@ -894,10 +894,10 @@ impl App {
             &f.threads
         };
         for t in tasks {
-            if t.stolen_pct >= 1.0 {
-                if let Some(v) = by_cpu.get_mut(t.last_cpu as usize) {
-                    v.push((t.comm.clone(), t.stolen_pct));
-                }
+            if t.stolen_pct >= 1.0
+                && let Some(v) = by_cpu.get_mut(t.last_cpu as usize)
+            {
+                v.push((t.comm.clone(), t.stolen_pct));
             }
         }
         for v in &mut by_cpu {
@@ -912,10 +912,10 @@ impl App {
             return true;
         }
         let f = self.filter.to_lowercase();
-        if let Ok(pid) = f.parse::<u32>() {
-            if t.pid == pid || t.tid == pid {
-                return true;
-            }
+        if let Ok(pid) = f.parse::<u32>()
+            && (t.pid == pid || t.tid == pid)
+        {
+            return true;
         }
         t.comm.to_lowercase().contains(&f)
             || self
@@ -1069,14 +1069,14 @@ impl App {
             .iter()
             .filter(|t| !t.kthread && t.affinity != all_list)
         {
-            if let Ok(set) = crate::cpuset::CpuSet::parse_list(&t.affinity) {
-                if set.len() <= 4 {
-                    for c in set.iter() {
-                        pinned_on
-                            .entry(c)
-                            .or_default()
-                            .push(format!("{}({})", t.comm, t.tid));
-                    }
+            if let Ok(set) = crate::cpuset::CpuSet::parse_list(&t.affinity)
+                && set.len() <= 4
+            {
+                for c in set.iter() {
+                    pinned_on
+                        .entry(c)
+                        .or_default()
+                        .push(format!("{}({})", t.comm, t.tid));
                 }
             }
         }

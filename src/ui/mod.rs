@@ -240,10 +240,10 @@ fn event_loop(
                 }
                 Action::None => {}
             }
-            if let Some(p) = app.replay.map(|r| r.playing) {
-                if Some(p) != playing {
-                    let _ = tx.send(Cmd::Play(p));
-                }
+            if let Some(p) = app.replay.map(|r| r.playing)
+                && Some(p) != playing
+            {
+                let _ = tx.send(Cmd::Play(p));
             }
             dirty = true;
             if !event::poll(Duration::ZERO)? {

@@ -153,11 +153,11 @@ fn fit_columns<C: Copy + PartialEq>(
     let mut used = flex_min;
     let mut chosen: Vec<C> = Vec::new();
     for c in priority {
-        if let Some((_, w)) = display.iter().find(|(d, _)| d == c) {
-            if used + w < avail {
-                used += w + 1;
-                chosen.push(*c);
-            }
+        if let Some((_, w)) = display.iter().find(|(d, _)| d == c)
+            && used + w < avail
+        {
+            used += w + 1;
+            chosen.push(*c);
         }
     }
     display
