@@ -91,7 +91,7 @@ pub fn human_bytes(v: u64) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut x = v;
     let mut i = 0;
-    while x >= 1024 && x % 1024 == 0 && i + 1 < UNITS.len() {
+    while x >= 1024 && x.is_multiple_of(1024) && i + 1 < UNITS.len() {
         x /= 1024;
         i += 1;
     }

@@ -92,10 +92,10 @@ fn detect_regime(root: &Sysroot, release: &str) -> (Regime, String) {
     if !release.is_empty() && !release.contains('/') {
         let abs = format!("/boot/config-{release}");
         let mut text = Vec::new();
-        if read_bounded(&root.path(&abs), &mut text, MAX_FILE).is_ok() {
-            if let Some(r) = regime_from_config(&text[..]) {
-                return (r, abs);
-            }
+        if read_bounded(&root.path(&abs), &mut text, MAX_FILE).is_ok()
+            && let Some(r) = regime_from_config(&text[..])
+        {
+            return (r, abs);
         }
     }
     (Regime::Unknown, String::new())

@@ -196,10 +196,10 @@ impl Collector {
                 // reused TID must not inherit a dead task's interrupt time.
                 let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
                 for t in tasks.iter_mut() {
-                    if let Some(c) = r.tasks.get(&t.tid) {
-                        if c.start_boottime_ns / ns_per_tick == t.start_ticks {
-                            t.irq = Some(c.acct.clone());
-                        }
+                    if let Some(c) = r.tasks.get(&t.tid)
+                        && c.start_boottime_ns / ns_per_tick == t.start_ticks
+                    {
+                        t.irq = Some(c.acct.clone());
                     }
                 }
             }

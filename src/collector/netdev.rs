@@ -142,7 +142,7 @@ mod tests {
         buf.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
         buf.extend_from_slice(&ty.to_ne_bytes());
         buf.extend_from_slice(payload);
-        while buf.len() % 4 != 0 {
+        while !buf.len().is_multiple_of(4) {
             buf.push(0);
         }
     }

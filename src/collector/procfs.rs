@@ -364,14 +364,14 @@ pub fn process_totals(root: &Sysroot, threads: &[RawTask]) -> Vec<RawTask> {
         row.utime_ticks = group.iter().map(|t| t.utime_ticks).sum();
         row.stime_ticks = group.iter().map(|t| t.stime_ticks).sum();
         let path = proc_dir.join(leader.tgid.to_string()).join("stat");
-        if read_into(&path, &mut buf).is_ok() {
-            if let Ok(st) = parse_stat(&String::from_utf8_lossy(&buf)) {
-                let total = st.utime.saturating_add(st.stime);
-                let dead_ticks = total.saturating_sub(ticks);
-                row.utime_ticks = st.utime;
-                row.stime_ticks = st.stime;
-                row.on_cpu_ns = run.saturating_add(dead_ticks.saturating_mul(ns_per_tick()));
-            }
+        if read_into(&path, &mut buf).is_ok()
+            && let Ok(st) = parse_stat(&String::from_utf8_lossy(&buf))
+        {
+            let total = st.utime.saturating_add(st.stime);
+            let dead_ticks = total.saturating_sub(ticks);
+            row.utime_ticks = st.utime;
+            row.stime_ticks = st.stime;
+            row.on_cpu_ns = run.saturating_add(dead_ticks.saturating_mul(ns_per_tick()));
         }
         out.push(row);
     }

@@ -171,10 +171,10 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
                 continue;
             }
         };
-        if let Some(p) = &prev {
-            if let Emit::Closed = sink.emit(&compute(&host, p, &cur))? {
-                break;
-            }
+        if let Some(p) = &prev
+            && let Emit::Closed = sink.emit(&compute(&host, p, &cur))?
+        {
+            break;
         }
         prev = Some(cur);
     }

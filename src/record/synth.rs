@@ -81,7 +81,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             let i = i as u64;
             let tgid = 1000 + (i / 4) as u32 * 4;
             let tid = 1000 + i as u32;
-            let busy = if i % 7 == 0 { 5 } else { 0 };
+            let busy = if i.is_multiple_of(7) { 5 } else { 0 };
             RawTask {
                 tgid,
                 tid,
@@ -95,7 +95,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 run_delay_ns: k * 3_000_000,
                 last_cpu: (i % u64::from(ncpus.max(1))) as u32,
                 affinity: format!("0-{}", ncpus.saturating_sub(1)),
-                kthread: i % 11 == 0,
+                kthread: i.is_multiple_of(11),
                 irq: (busy > 0).then(|| irq(k, 1 + i % 3)),
                 ..Default::default()
             }
