@@ -18,7 +18,7 @@ use crate::cpuset::CpuSet;
 use crate::sanitize::Untrusted;
 use crate::topology::{self, HostTopology, LoadOptions};
 
-pub use rules::RULES;
+pub use rules::{RuleId, RuleInfo};
 
 /// JSON schema identifier; bump the number on any incompatible change
 /// (documented in docs/pinning-schema.md).
@@ -66,8 +66,8 @@ pub struct ThreadRef {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// Stable rule ID ("NT003").
-    pub rule: String,
+    /// Stable rule ID, serialized as its code ("NT003").
+    pub rule: RuleId,
     /// Stable rule name ("rps-on-pinned-cpu").
     pub name: String,
     pub severity: Severity,
