@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use crate::collector::{Collector, CollectorOptions};
 use crate::model::compute;
 use crate::model::frame::Frame;
 use crate::model::raw::HostInfo;
-use crate::record::WarningKind;
+use crate::record::{WarningKind, walk};
 use crate::sysroot::Sysroot;
 use crate::ticker::{Ticker, Wake};
 
@@ -156,27 +157,20 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     let stdout = io::stdout();
     let mut sink = Sink::new(stdout.lock(), cli, &host, users);
     let limit = cli.iterations.unwrap_or(u64::MAX);
-    let mut prev = None;
-    for i in 0..rec.len() {
-        if sink.frames >= limit {
-            break;
-        }
-        let cur = match rec.get(i) {
-            Ok(s) => s,
-            // One damaged sample costs the two frames around it, not the run.
-            Err(e) => {
-                eprintln!("nettop: warning: {e:#}; sample skipped");
-                damaged += 1;
-                prev = None;
-                continue;
-            }
-        };
-        if let Some(p) = &prev
-            && let Emit::Closed = sink.emit(&compute(&host, p, &cur))?
-        {
-            break;
-        }
-        prev = Some(cur);
+    if limit > 0 {
+        let walked = walk::frames(
+            &rec,
+            0,
+            |_, frame| {
+                Ok(match sink.emit(&frame)? {
+                    Emit::Closed => ControlFlow::Break(()),
+                    Emit::Continue if sink.frames >= limit => ControlFlow::Break(()),
+                    Emit::Continue => ControlFlow::Continue(()),
+                })
+            },
+            &mut |s| eprintln!("nettop: warning: {s}"),
+        )?;
+        damaged += walked.bad;
     }
     if damaged > 0 {
         eprintln!(

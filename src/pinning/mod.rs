@@ -364,17 +364,16 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
     let from = rec.len().saturating_sub(RECORDED_EVIDENCE_FRAMES + 1);
     // Damaged samples only thin the evidence; the recording's own warnings
     // are for --replay to report.
-    crate::export::frames(
-        rec.host(),
+    crate::record::walk::frames(
         &rec,
         from,
-        |f| {
+        |_, f| {
             for t in f.finest_rows() {
                 let e = sum.entry(t.tid).or_default();
                 e.0 += t.stolen_pct;
                 e.1 += 1;
             }
-            Ok(())
+            Ok(std::ops::ControlFlow::Continue(()))
         },
         &mut |_| {},
     )?;

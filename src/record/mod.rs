@@ -8,6 +8,7 @@ pub mod format;
 pub mod reader;
 pub mod rotate;
 pub mod synth;
+pub mod walk;
 pub mod writer;
 
 use std::io::{IsTerminal, Write};

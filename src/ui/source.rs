@@ -294,7 +294,8 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
     Ok((rx, ctx))
 }
 
-/// Frames of a recording: frame `i` is the model over samples `i` and `i+1`.
+/// Frames of a recording: frame `i` ends at sample `i + 1`, computed by
+/// [`crate::record::walk`]'s policy (so `-b` and `--export` show the same).
 struct RecordingFrames(crate::record::Recording);
 
 impl FrameSource for RecordingFrames {
@@ -302,9 +303,7 @@ impl FrameSource for RecordingFrames {
         self.0.len().saturating_sub(1)
     }
     fn frame(&mut self, i: usize) -> anyhow::Result<Frame> {
-        let prev = self.0.get(i)?;
-        let cur = self.0.get(i + 1)?;
-        Ok(crate::model::compute(self.0.host(), &prev, &cur))
+        crate::record::walk::frame_ending_at(&self.0, i + 1)
     }
     fn index_at(&self, unix_ms: u64) -> Option<usize> {
         // Frame i ends at sample i + 1.
