@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -65,9 +66,12 @@ pub(crate) fn replay_loop<S: FrameSource>(
     if !send(&mut src, index, playing) {
         return;
     }
+    // Playback steps on the ticker's grid: decoding a frame does not
+    // stretch the delay, and a key (seek, help) does not restart it.
+    let mut ticker = Ticker::new(Duration::from_secs_f64(delay));
     loop {
         let wait = if playing {
-            Duration::from_secs_f64(delay)
+            ticker.deadline().saturating_duration_since(Instant::now())
         } else {
             Duration::from_secs(3600)
         };
@@ -93,12 +97,22 @@ pub(crate) fn replay_loop<S: FrameSource>(
                     return;
                 }
             }
-            Ok(Cmd::Play(p)) => playing = p,
-            Ok(Cmd::SetDelay(d)) => delay = d,
+            Ok(Cmd::Play(p)) => {
+                if p && !playing {
+                    ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
+                }
+                playing = p;
+            }
+            Ok(Cmd::SetDelay(d)) => {
+                delay = d;
+                ticker.set_period(Duration::from_secs_f64(d), Instant::now());
+            }
             // A recording has the rows it has.
             Ok(Cmd::ThreadRows(_)) => {}
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) if !playing => {}
             Err(RecvTimeoutError::Timeout) => {
+                ticker.advance(Instant::now());
                 if index + 1 < len {
                     index += 1;
                 } else {
@@ -146,6 +160,7 @@ fn note_extras(kind: LineKind, text: String) -> Extras {
 fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>) {
     let opts = crate::topology::LoadOptions::from_cli(cli);
     std::thread::spawn(move || {
+        let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
         loop {
             let extras = match crate::topology::load(&opts) {
                 Ok(t) => {
@@ -160,7 +175,8 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
             if tx.send(Msg::Extras(extras)).is_err() {
                 return;
             }
-            std::thread::sleep(TOPOLOGY_REFRESH);
+            // Never stopped by a flag: the thread ends when the UI is gone.
+            ticker.sleep(&AtomicBool::new(false), None);
         }
     });
 }
