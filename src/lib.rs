@@ -24,6 +24,7 @@ pub mod ticker;
 pub mod topology;
 pub mod ui;
 pub mod units;
+pub mod users;
 
 use cli::Cli;
 

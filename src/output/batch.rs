@@ -21,29 +21,10 @@ use crate::model::raw::HostInfo;
 use crate::record::{WarningKind, walk};
 use crate::sysroot::Sysroot;
 use crate::ticker::{Ticker, Wake};
+use crate::users::read_users;
 
 use super::json::render_json;
 use super::text::{TextOptions, render_frame};
-
-/// `/etc/passwd` -> UID to name. Unreadable or odd lines are skipped: a
-/// missing name prints as the number, which is what top does too.
-pub fn parse_passwd(text: &str) -> HashMap<u32, String> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split(':');
-            let name = it.next().filter(|n| !n.is_empty())?;
-            let uid = it.nth(1)?.parse().ok()?;
-            // A --sysroot's passwd is as untrusted as any other input.
-            Some((uid, crate::sanitize::clean(name).into_owned()))
-        })
-        .collect()
-}
-
-fn read_users(root: &Sysroot) -> HashMap<u32, String> {
-    root.read("/etc/passwd")
-        .map(|t| parse_passwd(&t))
-        .unwrap_or_default()
-}
 
 /// Where frames go; stops the run when the reader went away.
 struct Sink<W: Write> {
@@ -185,16 +166,6 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwd_lines() {
-        let u = parse_passwd(
-            "root:x:0:0:root:/root:/bin/bash\nbad\nalice:x:1000:1000::/h:/bin/sh\n:x:5:5::/:/\n",
-        );
-        assert_eq!(u.get(&0).map(String::as_str), Some("root"));
-        assert_eq!(u.get(&1000).map(String::as_str), Some("alice"));
-        assert_eq!(u.len(), 2);
-    }
 
     #[test]
     fn closed_pipe_stops_quietly() {

@@ -2,7 +2,6 @@
 //! model arithmetic, recordings, /etc/passwd, topology) runs here and sends
 //! finished values to the UI thread.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -20,16 +19,7 @@ use crate::ticker::Ticker;
 /// How often the topology (threads' pinning, IRQ affinity) is re-read.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
 
-/// `uid → name` from a passwd file; unreadable or odd lines are skipped
-/// (names are cosmetic: the UI falls back to numbers).
-pub(crate) fn read_users(passwd: &Path) -> HashMap<u32, String> {
-    let Ok(text) = crate::sysroot::read_string_bounded(passwd, crate::sysroot::MAX_FILE) else {
-        return HashMap::new();
-    };
-    parse_passwd(&text)
-}
-
-pub(crate) use crate::output::batch::parse_passwd;
+use crate::users::read_users;
 
 /// Random access to a sequence of Frames (a recording).
 pub(crate) trait FrameSource {
@@ -217,7 +207,7 @@ const FIRST_INTERVAL: f64 = 0.5;
 /// errors are printed before the terminal is touched.
 pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
     let opts = CollectorOptions::from_cli(cli);
-    let passwd = cli.sysroot.join("etc/passwd");
+    let sysroot = Sysroot::new(&cli.sysroot);
     let mut delay = cli.delay;
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
@@ -242,7 +232,7 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
             }
         };
         let _ = ready_tx.send(Ok(()));
-        let _ = data_tx.send(Msg::Users(read_users(&passwd).into_iter().collect()));
+        let _ = data_tx.send(Msg::Users(read_users(&sysroot).into_iter().collect()));
         // The same skipping ticker as batch and record mode: after a stall
         // (SIGSTOP, a suspended VM) one long frame, not a burst. The first
         // interval (and the first after a new baseline) is short so the
@@ -348,7 +338,7 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
     let (ctx, crx) = mpsc::channel::<Cmd>();
     if same_host {
         let _ = tx.send(Msg::Users(
-            read_users(Path::new("/etc/passwd")).into_iter().collect(),
+            read_users(&Sysroot::default()).into_iter().collect(),
         ));
     }
     if let Some(w) = warnings.first() {
@@ -454,15 +444,5 @@ mod tests {
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
         ctx.send(Cmd::Quit).unwrap();
         h.join().unwrap();
-    }
-
-    #[test]
-    fn passwd_parsing_skips_junk() {
-        let u = parse_passwd(
-            "root:x:0:0:root:/root:/bin/bash\n\nbad line\nalice:x:1000:1000::/home/alice:/bin/sh\n:x:5:5::/:/\n",
-        );
-        assert_eq!(u.get(&0).map(String::as_str), Some("root"));
-        assert_eq!(u.get(&1000).map(String::as_str), Some("alice"));
-        assert_eq!(u.len(), 2);
     }
 }
