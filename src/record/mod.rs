@@ -7,6 +7,8 @@
 pub mod format;
 pub mod reader;
 pub mod rotate;
+/// Test scaffolding: synthetic samples (feature `testing`).
+#[cfg(any(test, feature = "testing"))]
 pub mod synth;
 pub mod walk;
 pub mod writer;
