@@ -359,10 +359,11 @@ fn announce(
         what.join(" and "),
         cli.delay
     ));
-    if ep.is_some() && !service && std::io::stdout().is_terminal() {
-        if let Some(e) = ep {
-            println!("http://{}/metrics", e.bound());
-        }
+    if !service
+        && std::io::stdout().is_terminal()
+        && let Some(e) = ep
+    {
+        println!("http://{}/metrics", e.bound());
     }
 }
 
