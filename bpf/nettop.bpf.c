@@ -371,7 +371,7 @@ static __always_inline void unattributed(struct nt_cpu *cs, __u64 ns)
 /*
  * Hardirq context as seen by our own entry/exit tracking. The preempt count
  * would also catch untraced vectors, but its per-CPU symbol is not
- * resolvable on every kernel (kallsyms hides it on this one), and every x86
+ * resolvable on every kernel (some do not expose it to BPF), and every x86
  * vector that raises softirqs in practice has a tracepoint we attach.
  */
 static __always_inline bool in_hardirq_ctx(struct cpu_state *st)

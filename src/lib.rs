@@ -26,6 +26,7 @@ pub mod ticker;
 pub mod topology;
 pub mod ui;
 pub mod units;
+pub mod users;
 pub mod version;
 
 use cli::Cli;

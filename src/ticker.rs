@@ -1,5 +1,8 @@
 //! The one schedule every periodic loop follows: batch (`-b`), `--record`,
-//! `--serve` and the TUI's data thread.
+//! `--serve`, the TUI's data thread, its replay playback and its topology
+//! refresh. (Single waits, such as one measurement interval, and the
+//! calibration's IPI generator, whose rate is what it counts, are not
+//! schedules.)
 //!
 //! Deadlines are kept on a grid (`start + k × period`) so the sampling and
 //! printing time does not make frames drift. When the process could not run
@@ -93,11 +96,21 @@ impl Ticker {
     /// until `until` passes, whichever comes first. Sleeps in short slices
     /// so that a signal handler's flag is noticed within [`SLICE`].
     pub fn sleep(&mut self, stop: &AtomicBool, until: Option<Instant>) -> Wake {
+        self.sleep_on(&SystemClock, stop, until)
+    }
+
+    /// [`Ticker::sleep`] on any clock (tests run it on a fake one).
+    pub fn sleep_on(
+        &mut self,
+        clock: &impl Clock,
+        stop: &AtomicBool,
+        until: Option<Instant>,
+    ) -> Wake {
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Wake::Stop;
             }
-            let now = Instant::now();
+            let now = clock.now();
             if now >= self.next {
                 self.advance(now);
                 return Wake::Tick;
@@ -106,8 +119,26 @@ impl Ticker {
                 return Wake::Until;
             }
             let target = until.map_or(self.next, |u| u.min(self.next));
-            std::thread::sleep(target.saturating_duration_since(now).min(SLICE));
+            clock.sleep(target.saturating_duration_since(now).min(SLICE));
         }
+    }
+}
+
+/// Where [`Ticker::sleep_on`] reads the time and waits.
+pub trait Clock {
+    fn now(&self) -> Instant;
+    fn sleep(&self, d: Duration);
+}
+
+/// The monotonic clock and `thread::sleep`.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
     }
 }
 
@@ -166,6 +197,57 @@ mod tests {
         let stop = AtomicBool::new(false);
         let mut t = Ticker::new(Duration::from_millis(20));
         assert_eq!(t.sleep(&stop, None), Wake::Tick);
+    }
+
+    /// Time passes only when the ticker sleeps or the loop "works"; like
+    /// a real sleep, each one overshoots a little (timer slack, scheduling).
+    struct FakeClock {
+        now: std::cell::Cell<Instant>,
+        seed: std::cell::Cell<u64>,
+    }
+    impl FakeClock {
+        /// Deterministic 0..n µs.
+        fn jitter_us(&self, n: u64) -> Duration {
+            let s = self
+                .seed
+                .get()
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.seed.set(s);
+            Duration::from_micros((s >> 33) % n)
+        }
+        fn pass(&self, d: Duration) {
+            self.now.set(self.now.get() + d);
+        }
+    }
+    impl Clock for FakeClock {
+        fn now(&self) -> Instant {
+            self.now.get()
+        }
+        fn sleep(&self, d: Duration) {
+            self.pass(d + self.jitter_us(2_000));
+        }
+    }
+
+    #[test]
+    fn a_loop_that_works_between_ticks_does_not_drift() {
+        let t0 = Instant::now();
+        let clock = FakeClock {
+            now: std::cell::Cell::new(t0),
+            seed: std::cell::Cell::new(12345),
+        };
+        let stop = AtomicBool::new(false);
+        let mut t = Ticker::starting_at(t0, P);
+        for k in 1..=10_000u32 {
+            // Sampling and printing take 0-40 ms, differently each time.
+            clock.pass(clock.jitter_us(40_000));
+            assert_eq!(t.sleep_on(&clock, &stop, None), Wake::Tick);
+            // Each tick is at most one sleep's overshoot after its grid
+            // point: lateness does not add up over 10,000 periods.
+            let late = clock.now() - (t0 + P * k);
+            assert!(late < Duration::from_millis(2), "tick {k} late by {late:?}");
+        }
+        assert_eq!(t.skipped(), 0);
     }
 
     #[test]

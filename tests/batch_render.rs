@@ -689,12 +689,8 @@ fn binary_closed_pipe_exits_zero() {
 /// Live, with BPF: two JSON frames from this machine.
 #[test]
 fn binary_live_bpf_json() {
-    let require = std::env::var("NETTOP_REQUIRE_BPF").is_ok_and(|v| v == "1");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!require, "NETTOP_REQUIRE_BPF=1 but not root");
-        eprintln!("SKIPPED: binary_live_bpf_json needs root for BPF");
-        return;
+    if !common::is_root() {
+        return common::skip("binary_live_bpf_json", "needs root for BPF");
     }
     let out = nettop()
         .args(["-b", "--json", "-H", "-n", "2", "-d", "0.2"])
@@ -702,9 +698,7 @@ fn binary_live_bpf_json() {
         .unwrap();
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!require, "BPF required but nettop failed: {err}");
-        eprintln!("SKIPPED: binary_live_bpf_json: BPF unavailable: {err}");
-        return;
+        return common::skip("binary_live_bpf_json", &format!("BPF unavailable: {err}"));
     }
     let text = String::from_utf8(out.stdout).unwrap();
     let frames: Vec<Frame> = text
@@ -732,12 +726,11 @@ fn binary_live_bpf_json() {
 /// size does not grow with the host's threads.
 #[test]
 fn binary_live_process_mode_has_no_thread_rows() {
-    let require = std::env::var("NETTOP_REQUIRE_BPF").is_ok_and(|v| v == "1");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(!require, "NETTOP_REQUIRE_BPF=1 but not root");
-        eprintln!("SKIPPED: binary_live_process_mode_has_no_thread_rows needs root for BPF");
-        return;
+    if !common::is_root() {
+        return common::skip(
+            "binary_live_process_mode_has_no_thread_rows",
+            "needs root for BPF",
+        );
     }
     let out = nettop()
         .args(["-b", "--json", "-n", "1", "-d", "0.2"])
@@ -782,8 +775,7 @@ fn binary_unknown_pid_is_a_clear_error() {
 /// how to fix it, exit 2. Run as `nobody` through setpriv when we are root.
 #[test]
 fn binary_unprivileged_is_a_clear_error() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         // Already unprivileged: the binary itself is the test subject.
         let out = nettop().args(["-b", "-n", "1"]).output().unwrap();
         assert_eq!(out.status.code(), Some(2));

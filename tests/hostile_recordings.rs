@@ -131,6 +131,73 @@ fn replay_and_export_agree_on_damage() {
     assert_eq!((bc, ec), (Some(0), Some(0)), "torn tail: {err}");
 }
 
+/// Issue 11: `-b` replay dropped both frames around a damaged sample and
+/// computed frames across a clock step that `--export` skipped. Both walk
+/// the recording through `record::walk` now: same frames, same exit code.
+#[test]
+fn replay_and_export_print_the_same_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("w.rec");
+    let mut w = Writer::create(&p, false, false).unwrap();
+    w.write_meta(&Meta {
+        host: synth::host(2),
+        interval_s: 1.0,
+        ..Default::default()
+    })
+    .unwrap();
+    for k in 1..=8u64 {
+        let mut s = synth::sample(k, 3, 2);
+        if k == 6 {
+            s.mono_ns = 1; // a clock step back
+        }
+        w.write_sample(&s).unwrap();
+    }
+    w.finish("count").unwrap();
+    let mut b = std::fs::read(&p).unwrap();
+    let m = markers(&b);
+    b[m[3] + 40] ^= 0x01; // a payload byte of sample 3
+    std::fs::write(&p, &b).unwrap();
+    let f = p.to_str().unwrap();
+    let batch = output_within(
+        nettop().args(["--replay", f, "-b", "--json"]),
+        LIMIT,
+        "-b replay",
+    );
+    let export = output_within(
+        nettop().args(["--replay", f, "--export", "json"]),
+        LIMIT,
+        "--export",
+    );
+    assert_eq!(
+        (batch.status.code(), export.status.code()),
+        (Some(2), Some(2))
+    );
+    let (bo, eo) = (stdout(&batch), stdout(&export));
+    // Samples 1..8: 3 is damaged (2→4 bridges it), 6 steps back (no frame
+    // ends at it, 6→7 starts from it): frames end at 2, 4, 5, 7, 8.
+    let ends = |out: &str| -> Vec<u64> {
+        out.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let seq = |k: u64| synth::sample(k, 3, 2).seq;
+    assert_eq!(ends(&eo), [2, 4, 5, 7, 8].map(seq), "--export json");
+    assert_eq!(ends(&bo), [2, 4, 5, 7, 8].map(seq), "-b --json");
+    assert!(
+        bo == eo,
+        "-b --json and --export json print different frames"
+    );
+    let err = stderr(&batch);
+    assert!(
+        err.contains("sample skipped") && err.contains("monotonic clock"),
+        "{err}"
+    );
+}
+
 /// Item 6: a crafted 128 MB recording kept replay at 100 % CPU for over
 /// 60 s: resync checksummed up to 64 MiB per candidate header. Here 8 MiB of
 /// overlapping candidates, each claiming to run to the end of the file.

@@ -121,19 +121,31 @@ fn process(f: &Frame, pid: u32) -> &TaskView {
     f.processes.iter().find(|t| t.pid == pid).unwrap()
 }
 
-/// Every number in the frame is finite (serialised, so no field is missed).
+/// Fields that are `Option`s in the frame: serialised as null when absent.
+const NULLABLE: &[&str] = &["node", "bpf_cpu_pct"];
+
+/// Every number in the frame is finite. Walked serialised, so no field is
+/// missed; serde_json writes NaN and ±inf as null, so a null anywhere but
+/// an `Option` field is a non-finite number, and the `Option<f64>` fields
+/// are checked directly.
 fn all_finite(f: &Frame) {
-    fn walk(v: &serde_json::Value) {
+    fn walk(key: &str, v: &serde_json::Value) {
         match v {
-            serde_json::Value::Number(n) => assert!(n.as_f64().is_some_and(f64::is_finite), "{n}"),
-            serde_json::Value::Array(a) => a.iter().for_each(walk),
-            serde_json::Value::Object(o) => o.values().for_each(walk),
-            // serde_json writes NaN/inf as null: none of our fields is optional-null
-            // except bpf_cpu_pct and node, checked by the callers that care.
+            serde_json::Value::Number(n) => {
+                assert!(n.as_f64().is_some_and(f64::is_finite), "{key}: {n}")
+            }
+            serde_json::Value::Null => {
+                assert!(NULLABLE.contains(&key), "{key} is null: NaN or infinite")
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(key, x)),
+            serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| walk(k, x)),
             _ => {}
         }
     }
-    walk(&serde_json::to_value(f).unwrap());
+    walk("frame", &serde_json::to_value(f).unwrap());
+    if let Some(x) = f.health.bpf_cpu_pct {
+        assert!(x.is_finite(), "bpf_cpu_pct {x}");
+    }
     for t in f.threads.iter().chain(&f.processes) {
         for x in [
             t.top_pct,
@@ -151,6 +163,24 @@ fn all_finite(f: &Frame) {
             assert!(x.is_finite() && x >= 0.0, "{x} in {c:?}");
         }
     }
+}
+
+/// The checker itself: serde turns NaN into null, which it must not let by.
+#[test]
+#[should_panic(expected = "is null: NaN")]
+fn all_finite_sees_a_nan() {
+    let mut f = Frame::default();
+    f.summary.usr_pct = f64::NAN;
+    all_finite(&f);
+}
+
+#[test]
+#[should_panic(expected = "is null: NaN")]
+fn all_finite_sees_an_infinity_in_a_row() {
+    let mut f = Frame::default();
+    f.cpus.push(Default::default());
+    f.cpus[0].irq_pct = f64::INFINITY;
+    all_finite(&f);
 }
 
 /// CPU 0 over one second: 60 user, 20 system, 5 irq, 10 softirq, 5 idle

@@ -348,5 +348,25 @@ fn generic_and_native_xdp_differ_in_cost_per_packet_and_generic_is_flagged() {
             .any(|x| x["nic"] == label.as_str() && x["mode"] == "generic"),
         "{xdp:#?}"
     );
+    // The lint flags the generic end (veth has native XDP), and only it.
+    let nt022: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "NT022")
+        .filter(|f| {
+            let n = f["nics"].to_string();
+            n.contains(&vt) || n.contains(&vr)
+        })
+        .collect();
+    assert_eq!(nt022.len(), 1, "{nt022:#?}");
+    assert_eq!(nt022[0]["nics"][0], label.as_str());
+    assert!(
+        nt022[0]["fix"][0].as_str().unwrap().starts_with(&format!(
+            "ip netns exec {ns_tx} sh -c 'bpftool net detach xdpgeneric dev {vt}"
+        )),
+        "{:#}",
+        nt022[0]
+    );
     drop(sk);
 }

@@ -23,7 +23,7 @@ fn lint(t: &HostTopology) -> Report {
 }
 
 fn rules(r: &Report) -> BTreeSet<String> {
-    r.findings.iter().map(|f| f.rule.clone()).collect()
+    r.findings.iter().map(|f| f.rule.to_string()).collect()
 }
 
 fn has(r: &Report, rule: &str) -> bool {

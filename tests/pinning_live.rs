@@ -6,13 +6,12 @@
 //! Needs root and `ip`; prints SKIPPED otherwise, fails under
 //! NETTOP_REQUIRE_BPF=1.
 
+mod common;
+
 use std::process::{Child, Command};
 
 fn skip(reason: &str) {
-    if std::env::var("NETTOP_REQUIRE_BPF").as_deref() == Ok("1") {
-        panic!("live pinning test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: pinning live test: {reason}");
+    common::skip("pinning live test", reason);
 }
 
 fn sh(args: &[&str]) -> Result<(), String> {
@@ -82,8 +81,7 @@ fn findings_for(report: &serde_json::Value, tid: u32) -> Vec<serde_json::Value> 
 
 #[test]
 fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         return skip("not root");
     }
     if Command::new("ip").arg("-V").output().is_err() {

@@ -200,3 +200,243 @@ fn batch_json_and_replays_carry_the_device_configuration() {
         "{m}"
     );
 }
+
+// ------------------------------------------------------------- the lint
+
+use nettop::cpuset::CpuSet;
+use nettop::pinning::{self, Evidence, Report};
+use std::collections::BTreeSet;
+
+fn lint(t: &HostTopology) -> Report {
+    pinning::check(t, &Evidence::default())
+}
+
+fn codes(r: &Report, prefix: &str) -> Vec<String> {
+    r.findings
+        .iter()
+        .map(|f| f.rule.to_string())
+        .filter(|c| c.starts_with(prefix))
+        .collect()
+}
+
+fn summaries(r: &Report, code: &str) -> Vec<String> {
+    r.findings
+        .iter()
+        .filter(|f| f.rule == code)
+        .map(|f| f.summary.clone())
+        .collect()
+}
+
+fn move_irq(t: &mut HostTopology, irq: u32, cpus: &str) {
+    let i = t.irqs.iter_mut().find(|i| i.irq == irq).unwrap();
+    i.effective = Some(CpuSet::parse_list(cpus).unwrap());
+    i.smp_affinity = Some(CpuSet::parse_list(cpus).unwrap());
+}
+
+#[test]
+fn the_right_setup_is_clean_and_the_wrong_one_has_each_mistake_once() {
+    assert!(
+        lint(&machine(RIGHT)).findings.is_empty(),
+        "{:#?}",
+        lint(&machine(RIGHT))
+    );
+    let r = lint(&machine(WRONG));
+    let new: BTreeSet<String> = codes(&r, "NT01")
+        .into_iter()
+        .chain(codes(&r, "NT02"))
+        .collect();
+    let want: BTreeSet<String> = ["NT019", "NT020", "NT021", "NT022"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(want.is_subset(&new), "{new:?}");
+    // rx-2 (IRQ on node 0, consumer on node 1), rx-5 (IRQ on the consumer's
+    // CPU), rx-6 (IRQ on the busy worker's CPU).
+    assert_eq!(
+        summaries(&r, "NT019").len(),
+        3,
+        "{:#?}",
+        summaries(&r, "NT019")
+    );
+    assert_eq!(summaries(&r, "NT020").len(), 1);
+    assert_eq!(summaries(&r, "NT021").len(), 1);
+    assert_eq!(summaries(&r, "NT022").len(), 1);
+    // Every finding about the pod's device names its namespace and runs
+    // its fix there.
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| f.nics.iter().any(|n| n.contains("pod1")))
+    {
+        assert!(f.nics.contains(&"eth0 (netns pod1)".to_string()), "{f:#?}");
+        assert!(
+            f.fix.iter().all(|c| c.starts_with("ip netns exec pod1 ")),
+            "{f:#?}"
+        );
+    }
+}
+
+#[test]
+fn nt019_rss_queue_irq_remote_or_on_a_pinned_cpu() {
+    let t = machine(WRONG);
+    let f = lint(&t)
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "NT019" && f.irqs == [102])
+        .unwrap();
+    assert!(
+        f.summary.contains("node 0") && f.summary.contains("node 1"),
+        "{f:#?}"
+    );
+    assert_eq!(
+        f.fix[0],
+        "echo 16-25,27,29-31 > /proc/irq/102/smp_affinity_list"
+    );
+    assert!(
+        f.fix[1].contains("ethtool -X eth0 weight 18 18 0 19 0 18 18 19"),
+        "{f:#?}"
+    );
+    let on28 = lint(&t)
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "NT019" && f.irqs == [106])
+        .unwrap();
+    assert!(on28.summary.contains("pinned CPU 28"), "{on28:#?}");
+    assert!(
+        on28.threads.iter().any(|th| th.comm == "worker"),
+        "{on28:#?}"
+    );
+    // Moved to a quiet node-1 CPU: gone.
+    let mut t = machine(WRONG);
+    move_irq(&mut t, 102, "18");
+    move_irq(&mut t, 106, "23");
+    move_irq(&mut t, 105, "25");
+    assert!(
+        summaries(&lint(&t), "NT019").is_empty(),
+        "{:#?}",
+        summaries(&lint(&t), "NT019")
+    );
+}
+
+#[test]
+fn nt020_flow_rule_to_a_queue_on_the_consumers_cpu() {
+    let t = machine(WRONG);
+    let s = summaries(&lint(&t), "NT020");
+    assert!(s[0].contains("rx-5") && s[0].contains("own CPU"), "{s:?}");
+    let mut t = machine(WRONG);
+    move_irq(&mut t, 105, "25");
+    assert!(summaries(&lint(&t), "NT020").is_empty());
+    // On the other node: flagged again, as remote.
+    move_irq(&mut t, 105, "5");
+    let s = summaries(&lint(&t), "NT020");
+    assert!(s.len() == 1 && s[0].contains("node 0"), "{s:?}");
+}
+
+#[test]
+fn nt021_queue_out_of_rss_with_nothing_steered() {
+    let t = machine(WRONG);
+    let f = lint(&t)
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "NT021")
+        .unwrap();
+    assert!(f.summary.contains("rx-4"));
+    // A rule exists but names queue 5: a likely typo, so a warning.
+    assert_eq!(f.severity, nettop::pinning::Severity::Warning);
+    assert_eq!(f.fix[0], "ethtool -X eth0 weight 18 18 18 19 19 18 18 19");
+    // The rule fixed to steer to queue 4: gone.
+    let mut t = machine(WRONG);
+    let eth0 = t.nics.iter_mut().find(|n| n.netns.is_empty()).unwrap();
+    eth0.steering.as_mut().unwrap().rules[0].queue = Some(4);
+    assert!(summaries(&lint(&t), "NT021").is_empty());
+}
+
+#[test]
+fn nt022_generic_xdp_where_the_driver_has_native() {
+    let t = machine(WRONG);
+    let f = lint(&t)
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "NT022")
+        .unwrap();
+    assert_eq!(
+        f.fix,
+        vec![
+            "ip netns exec pod1 sh -c 'bpftool net detach xdpgeneric dev eth0 && bpftool net attach xdpdrv id 42 dev eth0'"
+        ]
+    );
+    let mut t = machine(WRONG);
+    let pod = t.nics.iter_mut().find(|n| n.netns == "pod1").unwrap();
+    pod.xdp = XdpMode::Native;
+    pod.xdp_progs[0].mode = XdpMode::Native;
+    assert!(summaries(&lint(&t), "NT022").is_empty());
+    // A driver without native XDP: nothing to switch to.
+    let mut t = machine(WRONG);
+    t.nics
+        .iter_mut()
+        .find(|n| n.netns == "pod1")
+        .unwrap()
+        .driver = Some("dummy".into());
+    assert!(summaries(&lint(&t), "NT022").is_empty());
+}
+
+/// True for a command whose CPU list is empty ("echo  > …", "taskset -pc  N").
+fn empty_list(cmd: &str) -> bool {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    words
+        .windows(2)
+        .any(|w| w[0] == "echo" && (w[1].is_empty() || w[1] == ">"))
+        || cmd.contains("taskset -pc  ")
+        || cmd.contains("irqaffinity= ")
+        || cmd.trim_end().ends_with('=')
+}
+
+/// Every CPU taken by a busy pinned thread: no fix may move an IRQ or RPS
+/// mask onto an empty CPU list; the findings say there is no CPU instead.
+#[test]
+fn no_fix_command_has_an_empty_cpu_list() {
+    let mut t = machine(WRONG);
+    let template = t
+        .threads
+        .iter()
+        .find(|th| th.comm == "worker")
+        .unwrap()
+        .clone();
+    for c in 0..32u32 {
+        let mut th = template.clone();
+        th.tid = 5000 + c;
+        th.pid = 5000 + c;
+        th.comm = format!("dp{c}");
+        th.affinity = CpuSet::from_cpus([c]);
+        t.threads.push(th);
+    }
+    let r = lint(&t);
+    let mut said = 0;
+    for f in &r.findings {
+        for c in &f.fix {
+            assert!(!empty_list(c), "{}: empty CPU list in {c:?}", f.rule);
+        }
+        said += f
+            .evidence
+            .iter()
+            .filter(|e| e.starts_with("no CPU to move IRQ"))
+            .count();
+    }
+    assert!(
+        said > 0,
+        "no finding said the IRQs have nowhere to go: {r:#?}"
+    );
+    // And the fixtures as they are.
+    for m in [
+        RIGHT,
+        WRONG,
+        "tests/fixtures/machines/two_socket",
+        "tests/fixtures/machines/isolcpus",
+    ] {
+        for f in &lint(&machine(m)).findings {
+            for c in &f.fix {
+                assert!(!empty_list(c), "{m}: {}: {c:?}", f.rule);
+            }
+        }
+    }
+}

@@ -6,6 +6,8 @@
 //! Needs root, `ip` and BPF; prints SKIPPED otherwise, fails under
 //! NETTOP_REQUIRE_BPF=1.
 
+mod common;
+
 use std::fs::File;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -30,17 +32,8 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/xdp_pass.skel.rs"));
 }
 
-fn required() -> bool {
-    std::env::var("NETTOP_REQUIRE_BPF").as_deref() == Ok("1")
-}
-
 fn skip(reason: &str) {
-    if required() {
-        panic!("xdp_mode live test cannot run: {reason}");
-    }
-    eprintln!(
-        "\n*** SKIPPED: xdp_mode live test: {reason} (NETTOP_REQUIRE_BPF=1 makes this a failure)\n"
-    );
+    common::skip("xdp_mode live test", reason);
 }
 
 fn ip(args: &[&str]) -> Result<String, String> {
@@ -170,8 +163,7 @@ fn binary_nic_xdp(ns: &str, dev: &str) -> serde_json::Value {
 
 #[test]
 fn veth_generic_native_none() {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         return skip("needs root (netns, veth, XDP attach)");
     }
     let pid = std::process::id();
@@ -261,8 +253,7 @@ fn veth_generic_native_none() {
 #[test]
 #[ignore = "benchmark; run by hand"]
 fn dump_cost_200_devices() {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         return skip("needs root");
     }
     let pid = std::process::id();

@@ -32,8 +32,6 @@ use skel::{NettopSkel, NettopSkelBuilder, types};
 
 /// `BPF_F_TEST_RUN_ON_CPU` from uapi/linux/bpf.h.
 const BPF_F_TEST_RUN_ON_CPU: u32 = 1 << 0;
-/// Must match NT_MAX_CPUS in bpf/nettop.h.
-const MAX_CPUS: usize = 1024;
 
 /// Which program flavour is attached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -756,11 +754,6 @@ impl BpfCollector {
         prog.test_run(input)
             .with_context(|| format!("test run of {section} on cpu {cpu}"))?;
         Ok(())
-    }
-
-    /// Unflushed per-CPU state is exposed to tests through `read`.
-    pub fn max_cpus() -> usize {
-        MAX_CPUS
     }
 }
 

@@ -11,7 +11,7 @@ const OPTION: &str = "CONFIG_IRQ_TIME_ACCOUNTING";
 
 /// Detects everything in [`HostInfo`]. Never fails: a fact that cannot be
 /// read is left empty (or `Regime::Unknown`), never guessed.
-pub fn detect_host(root: &Sysroot) -> HostInfo {
+pub fn detect(root: &Sysroot) -> HostInfo {
     let kernel = root
         .read_opt("/proc/sys/kernel/osrelease")
         .unwrap_or_default();
@@ -37,18 +37,6 @@ pub fn detect_host(root: &Sysroot) -> HostInfo {
         kernel,
         calibration: None,
         calibration_missing: String::new(),
-    }
-}
-
-/// Same as [`detect_host`] (the collector's spelling).
-pub fn detect(root: &Sysroot) -> HostInfo {
-    detect_host(root)
-}
-
-impl HostInfo {
-    /// Same as [`detect_host`].
-    pub fn detect(root: &Sysroot) -> HostInfo {
-        detect_host(root)
     }
 }
 

@@ -8,14 +8,15 @@ pub mod openmetrics;
 pub mod serve;
 
 use std::io::{BufWriter, Write};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use anyhow::bail;
 
 use crate::cli::{Cli, ExportFormat};
 use crate::model::frame::{Frame, TaskView};
-use crate::model::raw::{HostInfo, RawSample, SOFTIRQ_NAMES};
-use crate::record::{Recording, WarningKind};
+use crate::model::raw::SOFTIRQ_NAMES;
+use crate::record::{Recording, WarningKind, walk};
 
 pub use serve::metric_options;
 
@@ -82,68 +83,6 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
     out
 }
 
-/// Walks a recording's samples in order, handing each readable one to `f`
-/// with the previous readable one. Unreadable samples are reported and
-/// skipped (the next interval then spans the gap). Returns the number of
-/// unreadable samples. `from` is the first sample read (0: all of them).
-pub fn for_each_pair(
-    rec: &Recording,
-    from: usize,
-    mut f: impl FnMut(Option<&RawSample>, &RawSample) -> anyhow::Result<()>,
-    warn: &mut dyn FnMut(String),
-) -> anyhow::Result<u64> {
-    let mut prev: Option<RawSample> = None;
-    let mut bad = 0;
-    for i in from..rec.len() {
-        match rec.get(i) {
-            Ok(cur) => {
-                f(prev.as_ref(), &cur)?;
-                prev = Some(cur);
-            }
-            Err(e) => {
-                bad += 1;
-                warn(format!("{e:#}; sample skipped"));
-            }
-        }
-    }
-    Ok(bad)
-}
-
-/// Frames of a recording from sample `from` on, as `--export json` prints
-/// them (one per line).
-pub fn frames(
-    host: &HostInfo,
-    rec: &Recording,
-    from: usize,
-    mut f: impl FnMut(Frame) -> anyhow::Result<()>,
-    warn: &mut dyn FnMut(String),
-) -> anyhow::Result<u64> {
-    let topo = recorded_topology(rec);
-    for_each_pair(
-        rec,
-        from,
-        |prev, cur| match prev {
-            Some(p) if cur.mono_ns > p.mono_ns => {
-                let mut frame = crate::model::compute(host, p, cur);
-                if let Some(t) = &topo {
-                    crate::model::devconf::attach(&mut frame, t);
-                }
-                f(frame)
-            }
-            _ => Ok(()),
-        },
-        warn,
-    )
-}
-
-/// The device configuration a recording captured, for metrics and JSON.
-fn recorded_topology(rec: &Recording) -> Option<crate::topology::HostTopology> {
-    rec.topology()
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-}
-
 /// `nettop --replay FILE --export FORMAT`: to stdout. Exit 2 when records
 /// were corrupt (after exporting everything readable); a torn tail (the
 /// normal result of `kill -9`) is only a warning.
@@ -165,55 +104,53 @@ pub fn export_recording(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Re
     }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let mut warn = |m: String| eprintln!("nettop: warning: {m}");
+    let mut warn = |s: &walk::Skip| eprintln!("nettop: warning: {s}");
     let host = rec.host().clone();
     let res = match fmt {
-        ExportFormat::Json => frames(
-            &host,
+        ExportFormat::Json => walk::frames(
             &rec,
             0,
-            |fr| {
+            |_, fr| {
                 serde_json::to_writer(&mut out, &fr)?;
                 out.write_all(b"\n")?;
-                Ok(())
+                Ok(ControlFlow::Continue(()))
             },
             &mut warn,
         ),
         ExportFormat::Csv => {
             writeln!(out, "{CSV_HEADER}").map_err(anyhow::Error::from)?;
-            frames(
-                &host,
+            walk::frames(
                 &rec,
                 0,
-                |fr| {
+                |_, fr| {
                     out.write_all(csv_rows(&fr, cli.threads, cli.rows).as_bytes())?;
-                    Ok(())
+                    Ok(ControlFlow::Continue(()))
                 },
                 &mut warn,
             )
         }
         ExportFormat::Openmetrics => {
             let mut opts = metric_options(cli);
-            opts.topology = recorded_topology(&rec).map(std::sync::Arc::new);
+            opts.topology = walk::recorded_topology(&rec).map(std::sync::Arc::new);
             let mut series = openmetrics::Series::default();
-            let bad = for_each_pair(
+            let walked = walk::pairs(
                 &rec,
                 0,
-                |prev, cur| {
+                |_, prev, cur| {
                     series.add(openmetrics::families(&host, prev, cur, &opts), cur.unix_ms);
-                    Ok(())
+                    Ok(ControlFlow::Continue(()))
                 },
                 &mut warn,
             );
-            if bad.is_ok() {
+            if walked.is_ok() {
                 out.write_all(series.render().as_bytes())?;
             }
-            bad
+            walked
         }
     };
     let flushed = out.flush();
     match res {
-        Ok(bad) => corrupt += bad,
+        Ok(w) => corrupt += w.bad,
         Err(e) if is_broken_pipe(&e) => return Ok(0),
         Err(e) => return Err(e),
     }

@@ -28,13 +28,19 @@ pub fn metric_options(cli: &Cli) -> Options {
             cli.rows.min(MAX_TOP_TASKS)
         },
         threads: cli.threads,
-        // Device configuration as of start (a topology load walks every
-        // thread; counters are per sample, configuration rarely changes).
-        topology: {
-            let mut o = crate::topology::LoadOptions::from_cli(cli);
-            o.sample = None;
-            crate::topology::load(&o).ok().map(Arc::new)
-        },
+        topology: None,
+    }
+}
+
+/// [`metric_options`] for a live endpoint: with the device configuration
+/// as of start (a topology load walks every thread; counters are per
+/// sample, configuration rarely changes).
+pub fn live_metric_options(cli: &Cli) -> Options {
+    let mut o = crate::topology::LoadOptions::from_cli(cli);
+    o.sample = None;
+    Options {
+        topology: crate::topology::load(&o).ok().map(Arc::new),
+        ..metric_options(cli)
     }
 }
 

@@ -129,16 +129,6 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
     out
 }
 
-fn ctx_sum(a: &IrqAcct, ctx: usize) -> u64 {
-    a.softirq_ns[ctx]
-        .iter()
-        .fold(0u64, |s, v| s.saturating_add(*v))
-}
-
-fn interruptions(a: &IrqAcct) -> u64 {
-    a.hardirq_count.saturating_add(a.sysvec_count)
-}
-
 /// Traced interrupt time comparable with /proc/stat irq+softirq. Under
 /// IrqTimeAccounting the kernel leaves ksoftirqd's softirq time in
 /// ksoftirqd's own runtime, not in the per-CPU softirq column, so it is left
@@ -147,10 +137,10 @@ fn traced_comparable_ns(a: &IrqAcct, regime: Regime) -> u64 {
     let mut t = a
         .hardirq_ns
         .saturating_add(a.sysvec_ns)
-        .saturating_add(ctx_sum(a, CTX_STOLEN))
-        .saturating_add(ctx_sum(a, CTX_INLINE));
+        .saturating_add(a.softirq_ctx_ns(CTX_STOLEN))
+        .saturating_add(a.softirq_ctx_ns(CTX_INLINE));
     if regime != Regime::IrqTimeAccounting {
-        t = t.saturating_add(ctx_sum(a, CTX_KSOFTIRQD));
+        t = t.saturating_add(a.softirq_ctx_ns(CTX_KSOFTIRQD));
     }
     t
 }
@@ -368,12 +358,12 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             }
             // Summed from the shown parts so the row adds up exactly.
             v.stolen_pct = v.hardirq_pct + v.sysvec_pct + v.softirq_stolen_pct.iter().sum::<f64>();
-            v.inline_pct = ctx.pct_ns(ctx_sum(&td.irq, CTX_INLINE) as f64);
-            v.ksoftirqd_pct = ctx.pct_ns(ctx_sum(&td.irq, CTX_KSOFTIRQD) as f64);
+            v.inline_pct = ctx.pct_ns(td.irq.softirq_ctx_ns(CTX_INLINE) as f64);
+            v.ksoftirqd_pct = ctx.pct_ns(td.irq.softirq_ctx_ns(CTX_KSOFTIRQD) as f64);
             let (hidden, in_runtime) = ctx.hidden(&td.irq);
             v.hidden_pct = ctx.pct_ns(hidden);
             hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
-            v.interrupts_per_s = ctx.rate(interruptions(&td.irq) as f64);
+            v.interrupts_per_s = ctx.rate(td.irq.interruptions() as f64);
             v.softirqs_per_s = ctx.rate(
                 td.irq
                     .softirq_count
@@ -462,13 +452,13 @@ fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
             let ns = (0..SOFTIRQ_CTX).fold(0u64, |s, c| s.saturating_add(k.irq.softirq_ns[c][vec]));
             v.traced_softirq_pct[vec] = ctx.pct_ns(ns as f64);
         }
-        v.softirq_stolen_pct = ctx.pct_ns(ctx_sum(&k.irq, CTX_STOLEN) as f64);
-        v.softirq_inline_pct = ctx.pct_ns(ctx_sum(&k.irq, CTX_INLINE) as f64);
-        v.softirq_ksoftirqd_pct = ctx.pct_ns(ctx_sum(&k.irq, CTX_KSOFTIRQD) as f64);
+        v.softirq_stolen_pct = ctx.pct_ns(k.irq.softirq_ctx_ns(CTX_STOLEN) as f64);
+        v.softirq_inline_pct = ctx.pct_ns(k.irq.softirq_ctx_ns(CTX_INLINE) as f64);
+        v.softirq_ksoftirqd_pct = ctx.pct_ns(k.irq.softirq_ctx_ns(CTX_KSOFTIRQD) as f64);
         v.unexplained_irq_pct = ctx.pct_ns(k.excess_ns);
         v.stolen_pct = v.traced_hardirq_pct + v.traced_sysvec_pct + v.softirq_stolen_pct;
         v.hidden_pct = ctx.pct_ns(ctx.hidden(&k.irq).0);
-        v.interrupts_per_s = ctx.rate(interruptions(&k.irq) as f64);
+        v.interrupts_per_s = ctx.rate(k.irq.interruptions() as f64);
         v.net_rx_per_s = ctx.rate(k.net.net_rx_actions as f64);
         v.net_rx_avg_us = if k.net.net_rx_actions == 0 {
             0.0

@@ -62,6 +62,28 @@ pub struct IrqAcct {
 }
 
 impl IrqAcct {
+    /// Softirq time in one context ([`CTX_STOLEN`], [`CTX_INLINE`],
+    /// [`CTX_KSOFTIRQD`]), all vectors.
+    pub fn softirq_ctx_ns(&self, ctx: usize) -> u64 {
+        self.softirq_ns
+            .get(ctx)
+            .map_or(0, |v| v.iter().fold(0u64, |s, x| s.saturating_add(*x)))
+    }
+
+    /// Work done in this context for others: hardirqs, system vectors and
+    /// the softirqs they raised that ran here (the task's STOLEN time).
+    pub fn stolen_ns(&self) -> u64 {
+        self.hardirq_ns
+            .saturating_add(self.sysvec_ns)
+            .saturating_add(self.softirq_ctx_ns(CTX_STOLEN))
+    }
+
+    /// Hardirqs and system vectors: each is one entry/exit the tracepoints
+    /// do not see.
+    pub fn interruptions(&self) -> u64 {
+        self.hardirq_count.saturating_add(self.sysvec_count)
+    }
+
     /// Field-wise saturating sum.
     pub fn add(&mut self, b: &IrqAcct) {
         self.hardirq_ns = self.hardirq_ns.saturating_add(b.hardirq_ns);
@@ -377,4 +399,30 @@ pub struct RawSample {
     /// when all is well, and in recordings made before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stolen_is_hardirq_sysvec_and_stolen_softirqs_only() {
+        let mut a = IrqAcct {
+            hardirq_ns: 100,
+            sysvec_ns: 20,
+            hardirq_count: 3,
+            sysvec_count: 4,
+            ..Default::default()
+        };
+        a.softirq_ns[CTX_STOLEN][NET_RX] = 1_000;
+        a.softirq_ns[CTX_STOLEN][1] = 5;
+        a.softirq_ns[CTX_INLINE][NET_RX] = 70_000;
+        a.softirq_ns[CTX_KSOFTIRQD][NET_RX] = 900_000;
+        assert_eq!(a.stolen_ns(), 1_125);
+        assert_eq!(a.softirq_ctx_ns(CTX_INLINE), 70_000);
+        assert_eq!(a.softirq_ctx_ns(SOFTIRQ_CTX), 0, "no such context");
+        assert_eq!(a.interruptions(), 7);
+        a.hardirq_ns = u64::MAX;
+        assert_eq!(a.stolen_ns(), u64::MAX, "saturates");
+    }
 }

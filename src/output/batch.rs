@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,32 +18,13 @@ use crate::collector::{Collector, CollectorOptions};
 use crate::model::compute;
 use crate::model::frame::Frame;
 use crate::model::raw::HostInfo;
-use crate::record::WarningKind;
+use crate::record::{WarningKind, walk};
 use crate::sysroot::Sysroot;
 use crate::ticker::{Ticker, Wake};
+use crate::users::read_users;
 
 use super::json::render_json;
 use super::text::{TextOptions, render_frame};
-
-/// `/etc/passwd` -> UID to name. Unreadable or odd lines are skipped: a
-/// missing name prints as the number, which is what top does too.
-pub fn parse_passwd(text: &str) -> HashMap<u32, String> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split(':');
-            let name = it.next().filter(|n| !n.is_empty())?;
-            let uid = it.nth(1)?.parse().ok()?;
-            // A --sysroot's passwd is as untrusted as any other input.
-            Some((uid, crate::sanitize::clean(name).into_owned()))
-        })
-        .collect()
-}
-
-fn read_users(root: &Sysroot) -> HashMap<u32, String> {
-    root.read("/etc/passwd")
-        .map(|t| parse_passwd(&t))
-        .unwrap_or_default()
-}
 
 /// Where frames go; stops the run when the reader went away.
 struct Sink<W: Write> {
@@ -194,37 +176,20 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     let stdout = io::stdout();
     let mut sink = Sink::new(stdout.lock(), cli, &host, users);
     let limit = cli.iterations.unwrap_or(u64::MAX);
-    // The configuration the recording captured (none in older files).
-    let topo: Option<crate::topology::HostTopology> = rec
-        .topology()
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let mut prev = None;
-    for i in 0..rec.len() {
-        if sink.frames >= limit {
-            break;
-        }
-        let cur = match rec.get(i) {
-            Ok(s) => s,
-            // One damaged sample costs the two frames around it, not the run.
-            Err(e) => {
-                eprintln!("nettop: warning: {e:#}; sample skipped");
-                damaged += 1;
-                prev = None;
-                continue;
-            }
-        };
-        if let Some(p) = &prev {
-            let mut frame = compute(&host, p, &cur);
-            if let Some(t) = &topo {
-                crate::model::devconf::attach(&mut frame, t);
-            }
-            if let Emit::Closed = sink.emit(&frame)? {
-                break;
-            }
-        }
-        prev = Some(cur);
+    if limit > 0 {
+        let walked = walk::frames(
+            &rec,
+            0,
+            |_, frame| {
+                Ok(match sink.emit(&frame)? {
+                    Emit::Closed => ControlFlow::Break(()),
+                    Emit::Continue if sink.frames >= limit => ControlFlow::Break(()),
+                    Emit::Continue => ControlFlow::Continue(()),
+                })
+            },
+            &mut |s| eprintln!("nettop: warning: {s}"),
+        )?;
+        damaged += walked.bad;
     }
     if damaged > 0 {
         eprintln!(
@@ -239,16 +204,6 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwd_lines() {
-        let u = parse_passwd(
-            "root:x:0:0:root:/root:/bin/bash\nbad\nalice:x:1000:1000::/h:/bin/sh\n:x:5:5::/:/\n",
-        );
-        assert_eq!(u.get(&0).map(String::as_str), Some("root"));
-        assert_eq!(u.get(&1000).map(String::as_str), Some("alice"));
-        assert_eq!(u.len(), 2);
-    }
 
     #[test]
     fn closed_pipe_stops_quietly() {

@@ -97,6 +97,13 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
                     h.exited_lost, h.bad_records
                 );
             }
+            if h.unattributed + h.flush_deferred + h.unknown_raise > 0 {
+                let _ = write!(
+                    line,
+                    "  unattributed {} late {} unknown-raise {}",
+                    h.unattributed, h.flush_deferred, h.unknown_raise
+                );
+            }
             if !h.missing_tracepoints.is_empty() {
                 let _ = write!(line, "  missing: {}", h.missing_tracepoints.join(","));
             }

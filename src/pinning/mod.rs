@@ -18,7 +18,7 @@ use crate::cpuset::CpuSet;
 use crate::sanitize::Untrusted;
 use crate::topology::{self, HostTopology, LoadOptions};
 
-pub use rules::RULES;
+pub use rules::{RuleId, RuleInfo};
 
 /// JSON schema identifier; bump the number on any incompatible change
 /// (documented in docs/pinning-schema.md).
@@ -66,8 +66,8 @@ pub struct ThreadRef {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// Stable rule ID ("NT003").
-    pub rule: String,
+    /// Stable rule ID, serialized as its code ("NT003").
+    pub rule: RuleId,
     /// Stable rule name ("rps-on-pinned-cpu").
     pub name: String,
     pub severity: Severity,
@@ -364,17 +364,16 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
     let from = rec.len().saturating_sub(RECORDED_EVIDENCE_FRAMES + 1);
     // Damaged samples only thin the evidence; the recording's own warnings
     // are for --replay to report.
-    crate::export::frames(
-        rec.host(),
+    crate::record::walk::frames(
         &rec,
         from,
-        |f| {
+        |_, f| {
             for t in f.finest_rows() {
                 let e = sum.entry(t.tid).or_default();
                 e.0 += t.stolen_pct;
                 e.1 += 1;
             }
-            Ok(())
+            Ok(std::ops::ControlFlow::Continue(()))
         },
         &mut |_| {},
     )?;

@@ -9,7 +9,10 @@ pub mod reader;
 pub mod retention;
 pub mod rotate;
 pub mod session;
+/// Test scaffolding: synthetic samples (feature `testing`).
+#[cfg(any(test, feature = "testing"))]
 pub mod synth;
+pub mod walk;
 pub mod writer;
 
 use std::path::Path;

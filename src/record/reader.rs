@@ -244,16 +244,9 @@ impl Recording {
                 self.samples.len()
             );
         };
-        let h = RecordHeader {
-            len: e.len,
-            rtype: format::TYPE_SAMPLE,
-            encoding: e.encoding,
-            unix_ms: e.unix_ms,
-            crc: self.stored_crc(e.offset)?,
-        };
-        let body = self.payload(e.offset, &h)?;
-        let bytes = decode_bytes(&body, e.encoding)
-            .with_context(|| format!("{}: sample {i}", self.at(e.offset)))?;
+        let bytes = self.decoded(e, format::TYPE_SAMPLE, || {
+            format!("{}: sample {i}", self.at(e.offset))
+        })?;
         let mut s: RawSample = serde_json::from_slice(&bytes).with_context(|| {
             format!(
                 "{}: sample {i} is not a valid snapshot for this nettop",
@@ -271,17 +264,23 @@ impl Recording {
         let Some(e) = self.topology else {
             return Ok(None);
         };
+        Ok(Some(self.decoded(&e, format::TYPE_TOPOLOGY, || {
+            format!("{}: topology record", self.at(e.offset))
+        })?))
+    }
+
+    /// An indexed record's payload, checksummed and decoded (`what` names
+    /// it in a decoding error; checksum errors name the offset already).
+    fn decoded(&self, e: &Entry, rtype: u8, what: impl Fn() -> String) -> anyhow::Result<Vec<u8>> {
         let h = RecordHeader {
             len: e.len,
-            rtype: format::TYPE_TOPOLOGY,
+            rtype,
             encoding: e.encoding,
             unix_ms: e.unix_ms,
             crc: self.stored_crc(e.offset)?,
         };
         let body = self.payload(e.offset, &h)?;
-        Ok(Some(decode_bytes(&body, e.encoding).with_context(
-            || format!("{}: topology record", self.at(e.offset)),
-        )?))
+        decode_bytes(&body, e.encoding).with_context(what)
     }
 
     fn stored_crc(&self, off: u64) -> anyhow::Result<u32> {

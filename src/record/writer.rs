@@ -144,12 +144,12 @@ impl Writer {
     }
 
     /// Stores the topology blob (`HostTopology` JSON) for `--pinning-check --replay`.
-    pub fn write_topology(&mut self, xml: &[u8]) -> anyhow::Result<u64> {
+    pub fn write_topology(&mut self, json: &[u8]) -> anyhow::Result<u64> {
         let (enc, body) = if self.compressed {
-            let z = zstd::bulk::compress(xml, ZSTD_LEVEL).context("zstd compression")?;
+            let z = zstd::bulk::compress(json, ZSTD_LEVEL).context("zstd compression")?;
             (format::ENC_ZSTD_BYTES, z)
         } else {
-            (format::ENC_BYTES, xml.to_vec())
+            (format::ENC_BYTES, json.to_vec())
         };
         if body.len() > MAX_PAYLOAD as usize {
             bail!(

@@ -190,7 +190,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         Endpoint::new(
             l,
             src.host().clone(),
-            serve::metric_options(cli),
+            serve::live_metric_options(cli),
             std::sync::Arc::clone(&stop),
         )
     });
@@ -359,10 +359,11 @@ fn announce(
         what.join(" and "),
         cli.delay
     ));
-    if ep.is_some() && !service && std::io::stdout().is_terminal() {
-        if let Some(e) = ep {
-            println!("http://{}/metrics", e.bound());
-        }
+    if !service
+        && std::io::stdout().is_terminal()
+        && let Some(e) = ep
+    {
+        println!("http://{}/metrics", e.bound());
     }
 }
 

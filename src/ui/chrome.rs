@@ -196,6 +196,20 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
             format!("dropped {dropped} ({})", parts.join(", "))
         };
         spans.push(Span::styled(text, dropped_style));
+        // Not lost, but not per task (unattributed), a sample late
+        // (deferred) or guessed stolen (unknown raise): said, not hidden.
+        let soft: Vec<String> = [
+            ("unattributed", h.unattributed),
+            ("late", h.flush_deferred),
+            ("unknown-raise", h.unknown_raise),
+        ]
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!(" {k} {v}"))
+        .collect();
+        if !soft.is_empty() {
+            spans.push(Span::styled(soft.concat(), note_style));
+        }
         if h.vanished_tasks > 0 {
             spans.push(Span::raw(format!(" vanished {}", h.vanished_tasks)));
         }

@@ -2,8 +2,8 @@
 //! model arithmetic, recordings, /etc/passwd, topology) runs here and sends
 //! finished values to the UI thread.
 
-use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,16 +20,7 @@ use crate::ticker::Ticker;
 /// How often the topology (threads' pinning, IRQ affinity) is re-read.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
 
-/// `uid → name` from a passwd file; unreadable or odd lines are skipped
-/// (names are cosmetic: the UI falls back to numbers).
-pub(crate) fn read_users(passwd: &Path) -> HashMap<u32, String> {
-    let Ok(text) = crate::sysroot::read_string_bounded(passwd, crate::sysroot::MAX_FILE) else {
-        return HashMap::new();
-    };
-    parse_passwd(&text)
-}
-
-pub(crate) use crate::output::batch::parse_passwd;
+use crate::users::read_users;
 
 /// Random access to a sequence of Frames (a recording).
 pub(crate) trait FrameSource {
@@ -66,9 +57,12 @@ pub(crate) fn replay_loop<S: FrameSource>(
     if !send(&mut src, index, playing) {
         return;
     }
+    // Playback steps on the ticker's grid: decoding a frame does not
+    // stretch the delay, and a key (seek, help) does not restart it.
+    let mut ticker = Ticker::new(Duration::from_secs_f64(delay));
     loop {
         let wait = if playing {
-            Duration::from_secs_f64(delay)
+            ticker.deadline().saturating_duration_since(Instant::now())
         } else {
             Duration::from_secs(3600)
         };
@@ -94,12 +88,22 @@ pub(crate) fn replay_loop<S: FrameSource>(
                     return;
                 }
             }
-            Ok(Cmd::Play(p)) => playing = p,
-            Ok(Cmd::SetDelay(d)) => delay = d,
+            Ok(Cmd::Play(p)) => {
+                if p && !playing {
+                    ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
+                }
+                playing = p;
+            }
+            Ok(Cmd::SetDelay(d)) => {
+                delay = d;
+                ticker.set_period(Duration::from_secs_f64(d), Instant::now());
+            }
             // A recording has the rows it has.
             Ok(Cmd::ThreadRows(_)) => {}
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) if !playing => {}
             Err(RecvTimeoutError::Timeout) => {
+                ticker.advance(Instant::now());
                 if index + 1 < len {
                     index += 1;
                 } else {
@@ -145,6 +149,7 @@ fn note_extras(kind: LineKind, text: String) -> Extras {
 fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>) {
     let opts = crate::topology::LoadOptions::from_cli(cli);
     std::thread::spawn(move || {
+        let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
         loop {
             let extras = match crate::topology::load(&opts) {
                 Ok(t) => {
@@ -159,7 +164,8 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
             if tx.send(Msg::Extras(extras)).is_err() {
                 return;
             }
-            std::thread::sleep(TOPOLOGY_REFRESH);
+            // Never stopped by a flag: the thread ends when the UI is gone.
+            ticker.sleep(&AtomicBool::new(false), None);
         }
     });
 }
@@ -200,7 +206,7 @@ const FIRST_INTERVAL: f64 = 0.5;
 /// errors are printed before the terminal is touched.
 pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
     let opts = CollectorOptions::from_cli(cli);
-    let passwd = cli.sysroot.join("etc/passwd");
+    let sysroot = Sysroot::new(&cli.sysroot);
     let mut delay = cli.delay;
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
@@ -225,7 +231,7 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
             }
         };
         let _ = ready_tx.send(Ok(()));
-        let _ = data_tx.send(Msg::Users(read_users(&passwd).into_iter().collect()));
+        let _ = data_tx.send(Msg::Users(read_users(&sysroot).into_iter().collect()));
         // The same skipping ticker as batch and record mode: after a stall
         // (SIGSTOP, a suspended VM) one long frame, not a burst. The first
         // interval (and the first after a new baseline) is short so the
@@ -293,7 +299,8 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
     Ok((rx, ctx))
 }
 
-/// Frames of a recording: frame `i` is the model over samples `i` and `i+1`.
+/// Frames of a recording: frame `i` ends at sample `i + 1`, computed by
+/// [`crate::record::walk`]'s policy (so `-b` and `--export` show the same).
 struct RecordingFrames(crate::record::Recording);
 
 impl FrameSource for RecordingFrames {
@@ -301,9 +308,7 @@ impl FrameSource for RecordingFrames {
         self.0.len().saturating_sub(1)
     }
     fn frame(&mut self, i: usize) -> anyhow::Result<Frame> {
-        let prev = self.0.get(i)?;
-        let cur = self.0.get(i + 1)?;
-        Ok(crate::model::compute(self.0.host(), &prev, &cur))
+        crate::record::walk::frame_ending_at(&self.0, i + 1)
     }
     fn index_at(&self, unix_ms: u64) -> Option<usize> {
         // Frame i ends at sample i + 1.
@@ -332,7 +337,7 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
     let (ctx, crx) = mpsc::channel::<Cmd>();
     if same_host {
         let _ = tx.send(Msg::Users(
-            read_users(Path::new("/etc/passwd")).into_iter().collect(),
+            read_users(&Sysroot::default()).into_iter().collect(),
         ));
     }
     if let Some(w) = warnings.first() {
@@ -438,15 +443,5 @@ mod tests {
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
         ctx.send(Cmd::Quit).unwrap();
         h.join().unwrap();
-    }
-
-    #[test]
-    fn passwd_parsing_skips_junk() {
-        let u = parse_passwd(
-            "root:x:0:0:root:/root:/bin/bash\n\nbad line\nalice:x:1000:1000::/home/alice:/bin/sh\n:x:5:5::/:/\n",
-        );
-        assert_eq!(u.get(&0).map(String::as_str), Some("root"));
-        assert_eq!(u.get(&1000).map(String::as_str), Some("alice"));
-        assert_eq!(u.len(), 2);
     }
 }
