@@ -4,7 +4,8 @@
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use nettop::cpuset::CpuSet;
 use nettop::topology::{
-    Cache, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, ThreadInfo, XdpMode,
+    Cache, FlowRule, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, Steering,
+    Support, ThreadInfo, XdpMode,
 };
 use nettop::ui::app::{App, Extras, Options, Theme};
 use nettop::ui::views::{View, devices, pinning, topology};
@@ -150,13 +151,23 @@ fn devices_with_topology() {
         xdp: XdpMode::Generic,
         ..Default::default()
     });
+    // The pod's end, in its own namespace.
+    t.nics.push(Nic {
+        name: "eth0".into(),
+        netns: "pod-web".into(),
+        is_virtual: true,
+        driver: Some("veth".into()),
+        xdp: XdpMode::None,
+        ..Default::default()
+    });
     a.set_extras(Extras {
         topology: None,
         pinning: None,
         devices: Some(devices::device_info(&t)),
     });
     let s = screen(&a, 170, 20);
-    assert!(s.contains("120→3 121→9"), "{s}");
+    assert!(s.contains("q0:120→3 w1 q1:121→9 w3 r1"), "{s}");
+    assert!(s.contains("eth0 (netns pod-web)"), "{s}");
     assert!(s.contains("generic"), "{s}");
     snap!("ui_devices_topology", s);
 }
@@ -239,6 +250,20 @@ fn topo_2s() -> HostTopology {
             }],
             irqs: vec![120, 121],
             xdp: XdpMode::Native,
+            // One bucket in four to queue 0, DNS steered to queue 1.
+            steering: Some(Steering {
+                driver: Some("mlx5_core".into()),
+                rx_rings: Some(2),
+                indir: vec![0, 1, 1, 1],
+                rss: Support::Supported,
+                rules: vec![FlowRule {
+                    location: 1023,
+                    flow: "udp4 dst-port 53".into(),
+                    queue: Some(1),
+                    action: "queue 1".into(),
+                }],
+                ntuple: Support::Supported,
+            }),
             ..Default::default()
         }],
         irqs: vec![

@@ -56,7 +56,7 @@ pub fn pct_per_gbps(cpu_pct: f64, rx_bytes_per_s: f64) -> Option<f64> {
 
 /// True when `napi` belongs to `dev`: same namespace inode and ifindex when
 /// both sides know them, else the same name in nettop's own namespace.
-fn napi_of(napi: &NapiView, dev: &DeviceView) -> bool {
+pub fn napi_of(napi: &NapiView, dev: &DeviceView) -> bool {
     if napi.netns_inode != 0 && dev.netns_inode != 0 && napi.ifindex != 0 {
         return napi.netns_inode == dev.netns_inode && napi.ifindex == dev.ifindex;
     }

@@ -543,9 +543,65 @@ pub fn busy_host_at(tick: u64) -> Frame {
             rx_dropped_per_s: 0.0,
             ..Default::default()
         },
+        // A pod's end of a veth pair, in its own network namespace.
+        DeviceView {
+            name: "eth0".into(),
+            netns: "pod-web".into(),
+            ifindex: 3,
+            netns_inode: 4026532999,
+            rx_packets_per_s: 12_000.0,
+            rx_bytes_per_s: 1.7e7,
+            tx_packets_per_s: 11_000.0,
+            tx_bytes_per_s: 1.6e7,
+            ..Default::default()
+        },
     ];
+    f.napi.push(NapiView {
+        dev: "eth0".into(),
+        napi_id: 8300,
+        polls_per_s: 400.0,
+        packets_per_s: 12_000.0,
+        work_per_poll: 30.0,
+        budget: 64,
+        cpus: vec![5],
+        ifindex: 3,
+        netns_inode: 4026532999,
+        ..Default::default()
+    });
     summarize(&mut f);
+    costs(&mut f);
     f
+}
+
+/// NET_RX cost per packet (`model::cost`) from the fixture's per-CPU
+/// NET_RX share and packet rates over its one-second interval; a napi
+/// instance's packets are split evenly over the CPUs that polled it.
+fn costs(f: &mut Frame) {
+    use crate::model::cost::{self, CpuCost};
+    let cpus: std::collections::BTreeMap<u32, CpuCost> = f
+        .cpus
+        .iter()
+        .map(|c| {
+            (
+                c.cpu,
+                CpuCost {
+                    net_rx_ns: (c.traced_softirq_pct[NET_RX] / 100.0 * 1e9) as u64,
+                    packets: c.packets_per_s as u64,
+                },
+            )
+        })
+        .collect();
+    for c in &mut f.cpus {
+        c.net_rx_ns_per_packet = cpus.get(&c.cpu).and_then(CpuCost::per_packet);
+    }
+    for n in &mut f.napi {
+        let each = (n.packets_per_s / n.cpus.len().max(1) as f64) as u64;
+        let work = n.cpus.iter().map(|c| (*c, each)).collect();
+        let (per_packet, ns) = cost::napi_charge(&work, &cpus);
+        n.net_rx_ns_per_packet = per_packet;
+        n.net_rx_pct = ns / 1e9 * 100.0;
+    }
+    cost::fill_devices(&mut f.devices, &f.napi, &cpus, 1.0, &mut f.summary);
 }
 
 /// The busy host, tick 0.

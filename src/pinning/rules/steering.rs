@@ -46,7 +46,7 @@ fn consumers<'a>(cx: &'a Ctx, nic: &Nic) -> Vec<&'a ThreadInfo> {
     let label = nic.label();
     let mut v: Vec<&ThreadInfo> = cx
         .pinned()
-        .filter(|th| th.nics.iter().any(|n| *n == label))
+        .filter(|th| th.nics.contains(&label))
         .collect();
     v.sort_by_key(|th| (th.affinity.len(), th.tid));
     v

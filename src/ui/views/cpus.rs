@@ -13,7 +13,7 @@ use crate::output::format::{fmt_pct, fmt_rate};
 use crate::ui::app::App;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
 
-pub(crate) const HEADER: &str = "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it";
+pub(crate) const HEADER: &str = "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, NET_RX ns per packet, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it";
 
 /// What the CPU rows need from the tasks, derived once per Frame.
 #[derive(Clone, Debug, Default)]
@@ -62,6 +62,7 @@ enum CpuCol {
     Idle,
     NetRx,
     Pkts,
+    NsPkt,
     Polls,
     Exh,
     Squeeze,
@@ -86,6 +87,7 @@ fn cpu_cols() -> Vec<(CpuCol, u16, &'static str)> {
         (Idle, 4, "IDLE"),
         (NetRx, 7, "NETRX/s"),
         (Pkts, 7, "PKTS/s"),
+        (NsPkt, 6, "NS/PKT"),
         (Polls, 7, "POLLS/s"),
         (Exh, 5, "EXH/s"),
         (Squeeze, 5, "SQZ/s"),
@@ -95,13 +97,14 @@ fn cpu_cols() -> Vec<(CpuCol, u16, &'static str)> {
     ]
 }
 
-const CPU_PRIORITY: [CpuCol; 17] = [
+const CPU_PRIORITY: [CpuCol; 18] = [
     CpuCol::Cpu,
     CpuCol::Bar,
     CpuCol::Soft,
     CpuCol::NetRx,
     CpuCol::Victims,
     CpuCol::Pkts,
+    CpuCol::NsPkt,
     CpuCol::Polls,
     CpuCol::Exh,
     CpuCol::Squeeze,
@@ -252,6 +255,12 @@ fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<
             },
         ),
         CpuCol::Pkts => rate(c.packets_per_s, Style::new()),
+        CpuCol::NsPkt => Cell::from(fit(
+            &c.net_rx_ns_per_packet
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            w,
+            true,
+        )),
         CpuCol::Polls => rate(c.napi_polls_per_s, Style::new()),
         CpuCol::Exh => rate(c.budget_exhausted_per_s, hot(c.budget_exhausted_per_s)),
         CpuCol::Squeeze => rate(c.time_squeeze_per_s, hot(c.time_squeeze_per_s)),

@@ -12,13 +12,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 
 use super::{View, mark_selected, on_screen};
-use crate::model::frame::Frame;
+use crate::model::cost::napi_of;
+use crate::model::frame::{Frame, NapiView};
 use crate::output::format::fmt_rate;
 use crate::topology::HostTopology;
 use crate::ui::app::App;
 use crate::ui::style::{Sty, fit};
 
-pub(crate) const HEADER: &str = "Per interface and napi instance (RX queue): polls/s, packets/s, packets per poll vs budget, CPUs that polled; XDP mode (generic costs several times native), RPS CPUs, queue IRQs → CPUs they land on";
+pub(crate) const HEADER: &str = "Per interface (every network namespace) and napi instance (RX queue): packets/s, NET_RX ns per packet, polls/s, packets per poll vs budget, CPUs that polled; XDP mode, RPS CPUs, queue:IRQ → CPUs with RSS weight (w) and flow rules (r)";
 
 /// One row of the Devices/NAPI view.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,25 +41,37 @@ pub struct DevTopo {
     pub irqs: String,
 }
 
-/// Each interface, then its napi instances by id.
+/// Each interface (with its namespace when not nettop's), then its napi
+/// instances by id; napi instances of no listed device (the backlog) under
+/// their own name.
 pub fn rows(frame: Option<&Frame>) -> Vec<DevRow> {
     let Some(f) = frame else {
         return Vec::new();
     };
-    let mut names: BTreeMap<&str, Option<usize>> = BTreeMap::new();
-    for (i, d) in f.devices.iter().enumerate() {
-        names.insert(&d.name, Some(i));
-    }
+    let mut devs: Vec<(String, Option<usize>)> = f
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.label(), Some(i)))
+        .collect();
+    let owner = |n: &NapiView| f.devices.iter().position(|d| napi_of(n, d));
     for n in &f.napi {
-        names.entry(&n.dev).or_insert(None);
+        if owner(n).is_none() && !devs.iter().any(|(l, _)| *l == n.dev) {
+            devs.push((n.dev.clone(), None));
+        }
     }
+    devs.sort();
     let mut rows = Vec::new();
-    for (name, idx) in names {
-        rows.push(DevRow::Device(name.to_string(), idx));
+    for (label, idx) in devs {
         let mut napis: Vec<usize> = (0..f.napi.len())
-            .filter(|&i| f.napi[i].dev == name)
+            .filter(|&i| match (owner(&f.napi[i]), idx) {
+                (Some(o), Some(d)) => o == d,
+                (None, None) => f.napi[i].dev == label,
+                _ => false,
+            })
             .collect();
         napis.sort_by_key(|&i| f.napi[i].napi_id);
+        rows.push(DevRow::Device(label, idx));
         rows.extend(napis.into_iter().map(DevRow::Napi));
     }
     rows
@@ -77,12 +90,34 @@ pub fn device_info(topo: &HostTopology) -> BTreeMap<String, DevTopo> {
                 crate::topology::XdpMode::Offload => "offload",
             };
             let rps = nic.rps_cpus();
+            let by_irq: BTreeMap<u32, u32> = nic
+                .queue_irqs(&topo.irqs)
+                .into_iter()
+                .map(|(q, i)| (i, q))
+                .collect();
+            // "q4:104→24 w0 r1": queue, IRQ → where it lands, RSS weight,
+            // flow rules steering to it.
             let irqs: Vec<String> = nic
                 .irqs
                 .iter()
-                .map(|&n| match topo.irq(n) {
-                    Some(i) => format!("{n}→{}", i.lands_on()),
-                    None => n.to_string(),
+                .map(|&n| {
+                    let mut c = match by_irq.get(&n) {
+                        Some(q) => format!("q{q}:{n}"),
+                        None => n.to_string(),
+                    };
+                    if let Some(i) = topo.irq(n) {
+                        c.push_str(&format!("→{}", i.lands_on()));
+                    }
+                    if let Some(q) = by_irq.get(&n) {
+                        if let Some(w) = nic.rss_weight(*q) {
+                            c.push_str(&format!(" w{w}"));
+                        }
+                        let r = nic.rules_to(*q).len();
+                        if r > 0 {
+                            c.push_str(&format!(" r{r}"));
+                        }
+                    }
+                    c
                 })
                 .collect();
             let info = DevTopo {
@@ -98,15 +133,16 @@ pub fn device_info(topo: &HostTopology) -> BTreeMap<String, DevTopo> {
                     irqs.join(" ")
                 },
             };
-            (nic.name.clone(), info)
+            (nic.label(), info)
         })
         .collect()
 }
 
 pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
-    const COLS: [(&str, u16, bool); 14] = [
-        ("DEVICE / NAPI", 16, false),
+    const COLS: [(&str, u16, bool); 15] = [
+        ("DEVICE / NAPI", 20, false),
         ("RX PKT/s", 8, true),
+        ("NS/PKT", 6, true),
         ("RX B/s", 7, true),
         ("TX PKT/s", 8, true),
         ("TX B/s", 7, true),
@@ -123,10 +159,10 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     /// Dropped in this order until the table fits: transmit rates first
     /// (this view is about receive work), then configuration detail that
     /// the Topology view also shows.
-    const DROP_ORDER: [usize; 6] = [4, 3, 12, 2, 13, 11];
+    const DROP_ORDER: [usize; 6] = [5, 4, 13, 3, 14, 12];
     let last = COLS.len() - 1;
-    let mut keep = [true; 14];
-    let need = |keep: &[bool; 14]| -> usize {
+    let mut keep = [true; 15];
+    let need = |keep: &[bool; 15]| -> usize {
         let kept = COLS.iter().zip(keep).filter(|(_, k)| **k);
         kept.clone().map(|(c, _)| c.1 as usize).sum::<usize>() + kept.count().saturating_sub(1)
     };
@@ -208,8 +244,8 @@ fn dev_topo_cells<'a>(
         Style::new()
     };
     vec![
-        Cell::from(Span::styled(fit(&d.xdp, w(11), false), xdp_style)),
-        Cell::from(fit(&d.rps, w(12), false)),
+        Cell::from(Span::styled(fit(&d.xdp, w(12), false), xdp_style)),
+        Cell::from(fit(&d.rps, w(13), false)),
         Cell::from(d.irqs.clone()),
     ]
 }
@@ -230,7 +266,14 @@ fn device_cells<'a>(
     w: &dyn Fn(usize) -> usize,
 ) -> Vec<Cell<'a>> {
     let d = idx.and_then(|i| frame.devices.get(i));
-    let napis: Vec<_> = frame.napi.iter().filter(|n| n.dev == name).collect();
+    let napis: Vec<_> = frame
+        .napi
+        .iter()
+        .filter(|n| match d {
+            Some(d) => napi_of(n, d),
+            None => n.dev == name,
+        })
+        .collect();
     let polls: f64 = napis.iter().map(|n| n.polls_per_s).sum();
     let pkts: f64 = napis.iter().map(|n| n.packets_per_s).sum();
     let exh: f64 = napis.iter().map(|n| n.budget_exhausted_per_s).sum();
@@ -247,18 +290,24 @@ fn device_cells<'a>(
     vec![
         Cell::from(Span::styled(fit(name, w(0), false), s.accent())),
         r(d.map(|d| d.rx_packets_per_s), 1),
-        r(d.map(|d| d.rx_bytes_per_s), 2),
-        r(d.map(|d| d.tx_packets_per_s), 3),
-        r(d.map(|d| d.tx_bytes_per_s), 4),
+        Cell::from(fit(
+            &d.and_then(|d| d.net_rx_ns_per_packet)
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            w(2),
+            true,
+        )),
+        r(d.map(|d| d.rx_bytes_per_s), 3),
+        r(d.map(|d| d.tx_packets_per_s), 4),
+        r(d.map(|d| d.tx_bytes_per_s), 5),
         Cell::from(Span::styled(
-            fit(&fmt_rate(drop), w(5), true),
+            fit(&fmt_rate(drop), w(6), true),
             if drop > 0.0 { s.warn() } else { Style::new() },
         )),
-        r(Some(polls), 6),
-        Cell::from(fit(&wpp, w(7), true)),
+        r(Some(polls), 7),
+        Cell::from(fit(&wpp, w(8), true)),
         Cell::from(""),
-        r(Some(exh), 9),
-        Cell::from(fit(&cpu_list(&cpus), w(10), false)),
+        r(Some(exh), 10),
+        Cell::from(fit(&cpu_list(&cpus), w(11), false)),
     ]
 }
 
@@ -268,7 +317,7 @@ fn napi_cells<'a>(frame: &Frame, s: &Sty, j: usize, w: &dyn Fn(usize) -> usize) 
     };
     let budget = n.budget.max(1) as f64;
     let used = (n.work_per_poll / budget).clamp(0.0, 1.0);
-    let bw = w(8) - 2;
+    let bw = w(9) - 2;
     let fill = (used * bw as f64).round() as usize;
     let bar_style = if used >= 0.99 {
         s.stolen()
@@ -279,14 +328,20 @@ fn napi_cells<'a>(frame: &Frame, s: &Sty, j: usize, w: &dyn Fn(usize) -> usize) 
     vec![
         Cell::from(fit(&format!(" └ napi {}", n.napi_id), w(0), false)),
         r(n.packets_per_s, 1),
-        Cell::from(fit("", w(2), true)),
+        Cell::from(fit(
+            &n.net_rx_ns_per_packet
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            w(2),
+            true,
+        )),
         Cell::from(fit("", w(3), true)),
         Cell::from(fit("", w(4), true)),
         Cell::from(fit("", w(5), true)),
-        r(n.polls_per_s, 6),
+        Cell::from(fit("", w(6), true)),
+        r(n.polls_per_s, 7),
         Cell::from(fit(
             &format!("{:.1}/{}", n.work_per_poll, n.budget),
-            w(7),
+            w(8),
             true,
         )),
         Cell::from(Line::from(vec![
@@ -296,13 +351,13 @@ fn napi_cells<'a>(frame: &Frame, s: &Sty, j: usize, w: &dyn Fn(usize) -> usize) 
             Span::raw("]"),
         ])),
         Cell::from(Span::styled(
-            fit(&fmt_rate(n.budget_exhausted_per_s), w(9), true),
+            fit(&fmt_rate(n.budget_exhausted_per_s), w(10), true),
             if n.budget_exhausted_per_s > 0.0 {
                 s.warn()
             } else {
                 Style::new()
             },
         )),
-        Cell::from(fit(&cpu_list(&n.cpus), w(10), false)),
+        Cell::from(fit(&cpu_list(&n.cpus), w(11), false)),
     ]
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::LineKind;
 use crate::cpuset::CpuSet;
 use crate::model::frame::Frame;
-use crate::topology::{HostTopology, XdpMode};
+use crate::topology::{HostTopology, Support, XdpMode};
 
 pub(crate) const HEADER: &str = "Topology: NUMA nodes → CPUs, where napi polling and pinned tasks sit (pinned task sharing a NET_RX CPU highlighted)";
 
@@ -160,7 +160,7 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
         out.push(h("NICs and queue IRQs".into()));
     }
     for nic in &topo.nics {
-        let mut s = format!("  {}", nic.name);
+        let mut s = format!("  {}", nic.label());
         if nic.is_virtual {
             s.push_str(" (virtual)");
         }
@@ -184,7 +184,26 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
         if !rps.is_empty() {
             let _ = write!(s, " · RPS → {rps}");
         }
+        if let Some(st) = &nic.steering {
+            match &st.rss {
+                Support::Supported => {
+                    let _ = write!(s, " · RSS {} entries", st.indir.len());
+                }
+                Support::NotSupported => s.push_str(" · no RSS"),
+                Support::Error(e) => {
+                    let _ = write!(s, " · RSS ? ({e})");
+                }
+            }
+            if !st.rules.is_empty() {
+                let _ = write!(s, " · {} flow rule(s)", st.rules.len());
+            }
+        }
         out.push(n(s));
+        let by_irq: BTreeMap<u32, u32> = nic
+            .queue_irqs(&topo.irqs)
+            .into_iter()
+            .map(|(q, i)| (i, q))
+            .collect();
         for irq_n in &nic.irqs {
             let Some(irq) = topo.irq(*irq_n) else {
                 continue;
@@ -205,7 +224,7 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
                     LineKind::Normal
                 },
                 format!(
-                    "    IRQ {:>4} {:<28} → CPU {} (allowed {allowed}){}",
+                    "    IRQ {:>4} {:<28} → CPU {} (allowed {allowed}){}{}",
                     irq.irq,
                     irq.name,
                     if lands.is_empty() {
@@ -213,6 +232,9 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
                     } else {
                         lands.to_string()
                     },
+                    by_irq
+                        .get(&irq.irq)
+                        .map_or(String::new(), |q| queue_steering(nic, *q)),
                     if remote { "  off the NIC's node" } else { "" }
                 ),
             ));
@@ -249,6 +271,19 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
         out.push((LineKind::Note, format!("note: {note}")));
     }
     out
+}
+
+/// " · rx-4 RSS weight 0 · rule 1023 udp4 dst-port 53": what sends
+/// packets to the queue an IRQ serves, when ethtool told.
+fn queue_steering(nic: &crate::topology::Nic, q: u32) -> String {
+    let mut s = format!(" · rx-{q}");
+    if let Some(w) = nic.rss_weight(q) {
+        let _ = write!(s, " RSS weight {w}");
+    }
+    for r in nic.rules_to(q) {
+        let _ = write!(s, " · rule {} {}", r.location, r.flow);
+    }
+    s
 }
 
 /// What the Frame alone says about placement, until the topology thread
