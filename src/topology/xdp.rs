@@ -7,13 +7,11 @@
 //! built an skb and costs several times native (driver) XDP.
 //!
 //! Scope: a `NETLINK_ROUTE` socket sees the links of the network namespace
-//! of the *calling thread*, not the host. nettop in the host namespace does
-//! not see devices inside containers' namespaces; run it under
-//! `ip netns exec NS` (which also remounts /sys for NS, so the sysfs NIC list
-//! and the netlink dump agree) to inspect another namespace. NICs are matched
-//! to links by ifindex and name together, so a /sys mounted for a different
-//! namespace than the caller's yields "unknown" rather than another device's
-//! mode.
+//! of the *calling thread*. For other namespaces [`fill`] runs on the
+//! namespace helper thread (`topology::netns`), whose /sys is mounted for
+//! that namespace too. NICs are matched to links by ifindex and name
+//! together, so a /sys mounted for a different namespace than the caller's
+//! yields "unknown" rather than another device's mode.
 //!
 //! Fake sysroots never touch netlink (the live kernel would describe the
 //! wrong machine). A fixture may give a device's XDP state in
