@@ -3,6 +3,7 @@
 //! Frames are computed from consecutive raw samples at export time, exactly as
 //! replay and live modes do, so every front end agrees.
 
+pub mod cgroup_metrics;
 pub mod http;
 pub mod openmetrics;
 
@@ -35,6 +36,7 @@ fn metric_options(cli: &Cli) -> Options {
             cli.rows.min(MAX_TOP_TASKS)
         },
         threads: cli.threads,
+        top_cgroups: cli.top_cgroups,
     }
 }
 

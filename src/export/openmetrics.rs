@@ -51,7 +51,12 @@ pub struct Family {
 }
 
 impl Family {
-    fn new(name: &'static str, kind: Kind, unit: Option<&'static str>, help: &'static str) -> Self {
+    pub(super) fn new(
+        name: &'static str,
+        kind: Kind,
+        unit: Option<&'static str>,
+        help: &'static str,
+    ) -> Self {
         Family {
             name,
             help,
@@ -60,7 +65,7 @@ impl Family {
             samples: Vec::new(),
         }
     }
-    fn push(&mut self, labels: Vec<(&'static str, String)>, v: f64) {
+    pub(super) fn push(&mut self, labels: Vec<(&'static str, String)>, v: f64) {
         self.samples.push((labels, v));
     }
 
@@ -81,6 +86,9 @@ pub struct Options {
     pub top_tasks: usize,
     /// Thread rows instead of processes.
     pub threads: bool,
+    /// cgroups exported on their own (top-N by stolen time); the rest are
+    /// summed into one `cgroup="other"` series.
+    pub top_cgroups: usize,
 }
 
 impl Default for Options {
@@ -88,6 +96,7 @@ impl Default for Options {
         Options {
             top_tasks: 20,
             threads: false,
+            top_cgroups: 50,
         }
     }
 }
@@ -609,6 +618,12 @@ pub fn families(
         }
     }
     out.extend([tcpu, toncpu, tstolen, thidden, tinline, tint]);
+    out.extend(super::cgroup_metrics::families(
+        host,
+        prev,
+        cur,
+        opts.top_cgroups,
+    ));
 
     // Collector health.
     if let Some(h) = &cur.health {

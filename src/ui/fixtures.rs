@@ -90,6 +90,7 @@ impl T<'_> {
             hidden_pct: hidden,
             interrupts_per_s: self.hi * 100.0,
             softirqs_per_s: (self.net_rx + self.other_si) * 50.0,
+            cgroup_id: 0,
         }
     }
 }
