@@ -454,6 +454,93 @@ mod tests {
         assert_eq!(m.v1_cpuset.as_deref(), Some("/sys/fs/cgroup/cpu set"));
     }
 
+    fn task(tgid: u32, cg: u64) -> RawTask {
+        RawTask {
+            tgid,
+            tid: tgid,
+            start_ticks: 7,
+            cgroup_id: cg,
+            ..Default::default()
+        }
+    }
+
+    /// The sampler's ids: one walk for ids never seen, none for known
+    /// ones, one /proc read per process for the hybrid root, and a
+    /// vanished id not walked for again at every sample.
+    #[test]
+    fn kernel_ids_cost_one_walk_and_the_hybrid_root_one_read_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let w = |rel: &str, text: &str| {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "proc/self/mountinfo",
+            "31 30 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
+             35 30 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n",
+        );
+        w("sys/fs/cgroup/unified/a/b/cgroup.procs", "");
+        w("sys/fs/cgroup/cpuset/web/cpuset.effective_cpus", "2-3\n");
+        w(
+            "proc/30/cgroup",
+            "3:cpuset:/web\n1:name=systemd:/web\n0::/\n",
+        );
+        w("proc/10/cgroup", "3:cpuset:/web\n0::/a/b\n");
+        let ino = |rel: &str| std::fs::metadata(r.join(rel)).unwrap().ino();
+        let (root_id, b_id) = (
+            ino("sys/fs/cgroup/unified"),
+            ino("sys/fs/cgroup/unified/a/b"),
+        );
+        let mut res = CgroupResolver::new(&Sysroot::new(r));
+        let mut procs = vec![task(10, b_id), task(30, root_id)];
+        let mut threads = vec![
+            RawTask {
+                tid: 11,
+                ..task(10, b_id)
+            },
+            RawTask {
+                tid: 31,
+                ..task(30, root_id)
+            },
+        ];
+        let t = res.resolve(&mut threads, &mut procs, true);
+        assert_eq!(res.walks, 1);
+        assert_eq!(res.proc_reads, 1, "only the process in the hybrid root");
+        let path_of = |id: u64| t.iter().find(|c| c.id == id).map(|c| c.path.as_str());
+        assert_eq!(path_of(b_id), Some("/a/b"));
+        // The hybrid root says nothing; v1 does.
+        assert_eq!(procs[1].cgroup_id, cgroup_key(true, "/web"));
+        assert_eq!(threads[1].cgroup_id, procs[1].cgroup_id);
+        assert_eq!(threads[0].cgroup_id, b_id);
+        let web = t.iter().find(|c| c.path == "/web").unwrap();
+        assert!(web.v1);
+        assert_eq!(web.cpus, "2-3");
+
+        // Same ids again: no walk, no read.
+        let mut procs = vec![task(10, b_id), task(30, root_id)];
+        res.resolve(&mut [], &mut procs, true);
+        assert_eq!((res.walks, res.proc_reads), (1, 1));
+        // A new cgroup: one walk finds it.
+        w("sys/fs/cgroup/unified/c/cgroup.procs", "");
+        let c_id = ino("sys/fs/cgroup/unified/c");
+        w("proc/40/cgroup", "0::/c\n");
+        let mut procs = vec![task(10, b_id), task(40, c_id)];
+        let t = res.resolve(&mut [], &mut procs, true);
+        assert_eq!(res.walks, 2);
+        assert!(t.iter().any(|c| c.id == c_id && c.path == "/c"));
+        // An id no walk finds (a cgroup gone already): one walk, then it
+        // waits; the process is named from /proc meanwhile.
+        let mut procs = vec![task(40, 999_999_999)];
+        let t = res.resolve(&mut [], &mut procs, true);
+        assert_eq!(res.walks, 3);
+        assert_eq!(t[0].path, "/c");
+        let mut procs = vec![task(40, 999_999_999)];
+        res.resolve(&mut [], &mut procs, true);
+        assert_eq!(res.walks, 3, "a missing id is not walked for every sample");
+    }
+
     /// The premise of the whole design: the sampler's id is the
     /// directory's inode number, and the kernel's own file handle for a
     /// cgroup directory (`name_to_handle_at`, 8 bytes: the kernfs id)
