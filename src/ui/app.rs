@@ -356,6 +356,10 @@ pub struct App {
     pub victims: Vec<Vec<(String, f64)>>,
     pub topo_lines: Vec<(LineKind, String)>,
     pub pin_lines: Vec<(LineKind, String)>,
+    /// Processes grouped by cgroup (`c`), with these groups expanded.
+    pub group_cgroup: bool,
+    pub expanded: std::collections::HashSet<u64>,
+    pub cg_rows: Vec<super::containers_view::CgRow>,
 }
 
 impl App {
@@ -390,6 +394,9 @@ impl App {
             victims: Vec::new(),
             topo_lines: Vec::new(),
             pin_lines: Vec::new(),
+            group_cgroup: false,
+            expanded: std::collections::HashSet::new(),
+            cg_rows: Vec::new(),
         };
         app.rebuild();
         app
@@ -455,6 +462,7 @@ impl App {
     /// Length of `view`'s list.
     pub fn len(&self, view: View) -> usize {
         match view {
+            View::Processes if self.group_cgroup => self.cg_rows.len(),
             View::Processes => self.rows.len(),
             View::Cpus => self.frame.as_ref().map_or(0, |f| f.cpus.len()),
             View::Devices => self.dev_rows.len(),
@@ -470,6 +478,9 @@ impl App {
 
     /// The task under the cursor in the Processes view.
     pub fn selected_task(&self) -> Option<&TaskView> {
+        if self.group_cgroup {
+            return None;
+        }
         let row = self.rows.get(self.pos[View::Processes.index()].selected)?;
         self.task(row.src)
     }
@@ -568,6 +579,12 @@ impl App {
                 self.tree = !self.tree;
                 self.rebuild();
                 return self.thread_rows();
+            }
+            KeyCode::Char('c') if view == View::Processes => self.toggle_group(),
+            KeyCode::Enter | KeyCode::Right | KeyCode::Left
+                if view == View::Processes && self.group_cgroup =>
+            {
+                self.expand(k.code);
             }
             KeyCode::Char('<') => self.shift_sort(-1),
             KeyCode::Char('>') => self.shift_sort(1),
@@ -780,6 +797,45 @@ impl App {
         self.rebuild();
     }
 
+    /// `c`: the Processes view grouped by cgroup, or back.
+    fn toggle_group(&mut self) {
+        self.group_cgroup = !self.group_cgroup;
+        self.pos[View::Processes.index()] = ListPos::default();
+        self.rebuild();
+    }
+
+    /// Enter toggles the group under the cursor, → expands, ← collapses
+    /// (also from one of its processes, which moves the cursor to it).
+    fn expand(&mut self, key: KeyCode) {
+        use super::containers_view::{CgRow, group_id};
+        let pi = View::Processes.index();
+        let Some(&row) = self.cg_rows.get(self.pos[pi].selected) else {
+            return;
+        };
+        let Some(id) = group_id(self.frame.as_ref(), row) else {
+            return;
+        };
+        let open = self.expanded.contains(&id);
+        match (key, open) {
+            (KeyCode::Right, _) | (KeyCode::Enter, false) => {
+                self.expanded.insert(id);
+            }
+            _ => {
+                self.expanded.remove(&id);
+            }
+        }
+        self.rebuild();
+        let f = self.frame.as_ref();
+        if let Some(i) = self
+            .cg_rows
+            .iter()
+            .position(|r| matches!(r, CgRow::Group(_)) && group_id(f, *r) == Some(id))
+        {
+            self.pos[pi].selected = i;
+            self.clamp(View::Processes);
+        }
+    }
+
     fn toggle_follow(&mut self) {
         if self.follow.is_some() {
             self.follow = None;
@@ -846,6 +902,12 @@ impl App {
         self.derive_cpu_data();
         self.rows = self.build_rows();
         self.dev_rows = self.build_dev_rows();
+        self.cg_rows = super::containers_view::build_rows(
+            self.frame.as_ref(),
+            &self.expanded,
+            self.sort.descending,
+            &self.filter,
+        );
         self.topo_lines = match &self.extras.topology {
             Some(lines) => lines.clone(),
             None => self.fallback_topology(),
@@ -1152,6 +1214,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("mouse", "click selects a row or a tab; wheel scrolls"),
     ("H", "threads on/off (as in top)"),
     ("t", "tree: threads under their process"),
+    (
+        "c",
+        "group processes by cgroup (pod, container, service); Enter → ← expand",
+    ),
     ("< >", "sort by the column left / right"),
     ("F or s", "sort column picker"),
     ("R", "reverse sort order"),

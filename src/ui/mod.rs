@@ -7,6 +7,7 @@
 //! - [`render::draw`], which turns App state into a screen and does no I/O.
 
 pub mod app;
+pub mod containers_view;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod render;

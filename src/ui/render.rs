@@ -16,7 +16,7 @@ use crate::model::frame::{CpuView, Frame};
 use crate::model::raw::Regime;
 
 /// Styles, each collapsing to attribute-only (bold/reverse) under NO_COLOR.
-struct Sty(Theme);
+pub(super) struct Sty(Theme);
 
 impl Sty {
     fn fg(&self, c: Color) -> Style {
@@ -26,29 +26,29 @@ impl Sty {
             Style::new()
         }
     }
-    fn header(&self) -> Style {
+    pub(super) fn header(&self) -> Style {
         Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
     }
-    fn selected(&self) -> Style {
+    pub(super) fn selected(&self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
     }
-    fn stolen(&self) -> Style {
+    pub(super) fn stolen(&self) -> Style {
         self.fg(Color::Red).add_modifier(Modifier::BOLD)
     }
-    fn net_rx(&self) -> Style {
+    pub(super) fn net_rx(&self) -> Style {
         self.fg(Color::Magenta).add_modifier(Modifier::BOLD)
     }
     fn gap(&self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
-    fn dim(&self) -> Style {
+    pub(super) fn dim(&self) -> Style {
         if self.0.color {
             Style::new().fg(Color::DarkGray)
         } else {
             Style::new()
         }
     }
-    fn warn(&self) -> Style {
+    pub(super) fn warn(&self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
     fn accent(&self) -> Style {
@@ -79,6 +79,9 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     f.render_widget(Paragraph::new(tab_line(app, &s)), tabs);
     f.render_widget(Paragraph::new(view_header(app, &s)), header);
     match app.view {
+        View::Processes if app.group_cgroup => {
+            super::containers_view::draw(f, app, &s, body);
+        }
         View::Processes => draw_processes(f, app, &s, body),
         View::Cpus => draw_cpus(f, app, &s, body),
         View::Devices => draw_devices(f, app, &s, body),
@@ -131,7 +134,7 @@ fn hms(unix_ms: u64) -> String {
 }
 
 /// Pads or cuts `s` to exactly `w` columns (right-aligned for numbers).
-fn fit(s: &str, w: usize, right: bool) -> String {
+pub(super) fn fit(s: &str, w: usize, right: bool) -> String {
     let n = s.chars().count();
     if n > w {
         s.chars().take(w).collect()
@@ -227,6 +230,7 @@ fn tab_line<'a>(app: &App, s: &Sty) -> Line<'a> {
 
 fn view_header<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     let text = match app.view {
+        View::Processes if app.group_cgroup => super::containers_view::header_text(app),
         View::Processes => {
             // Settings first: they must stay visible on narrow terminals.
             let mut t = format!(
