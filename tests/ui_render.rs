@@ -95,14 +95,20 @@ fn containers_grouped_by_cgroup_expand_and_reverse() {
         .lines()
         .find(|l| l.contains('▸') || l.contains('▾'))
         .unwrap_or_else(|| panic!("{s}"));
-    assert!(first.contains("docker:5a5a5a5a5a5a"), "openssl's container first: {s}");
+    assert!(
+        first.contains("docker:5a5a5a5a5a5a"),
+        "openssl's container first: {s}"
+    );
     assert!(s.contains("pod:a9d0c3b4/containerd:777777777777"), "{s}");
     snap!("ui_containers_grouped", s);
     // The top group opens onto its process; ← closes it from there.
     press(&mut a, KeyCode::Enter);
     let s = screen(&a, 160, 20);
     let open = s.lines().position(|l| l.contains("▾ docker:")).unwrap();
-    assert!(s.lines().nth(open + 1).unwrap().contains("5001 openssl"), "{s}");
+    assert!(
+        s.lines().nth(open + 1).unwrap().contains("5001 openssl"),
+        "{s}"
+    );
     snap!("ui_containers_expanded", s);
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Left);

@@ -599,11 +599,7 @@ pub fn busy_host_in_cgroups() -> Frame {
         (2, "/init.scope".into(), ""),
         (3, "/system.slice/ssh.service".into(), ""),
         (4, "/user.slice/user-1000.slice/session-2.scope".into(), ""),
-        (
-            5,
-            format!("/system.slice/docker-{}.scope", ctr(0x5a)),
-            "3",
-        ),
+        (5, format!("/system.slice/docker-{}.scope", ctr(0x5a)), "3"),
         (
             6,
             pod(
