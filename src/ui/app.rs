@@ -1215,8 +1215,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("H", "threads on/off (as in top)"),
     ("t", "tree: threads under their process"),
     (
-        "c",
-        "group processes by cgroup (pod, container, service); Enter → ← expand",
+        "c, Enter → ←",
+        "group by cgroup (pod, container, service); expand",
     ),
     ("< >", "sort by the column left / right"),
     ("F or s", "sort column picker"),
