@@ -2,6 +2,7 @@
 //! samples. Nothing here formats or computes rates; see `model`.
 
 pub mod bpf;
+pub mod cgroups;
 pub mod host;
 pub mod netdev;
 pub mod procfs;
@@ -64,6 +65,8 @@ pub struct Collector {
     buf: Vec<u8>,
     /// Task-hash overflows seen at the last sweep.
     map_full_seen: u64,
+    /// cgroup ids → paths and cpusets, learnt once and kept.
+    cgroups: cgroups::CgroupResolver,
 }
 
 impl Collector {
@@ -115,13 +118,14 @@ impl Collector {
             }),
         };
         Ok(Self {
-            opts,
             host,
             bpf,
             seq: 0,
             proc_reason,
             buf: Vec::new(),
             map_full_seen: 0,
+            cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
+            opts,
         })
     }
 
@@ -249,6 +253,7 @@ impl Collector {
                 tasks.clear();
             }
         }
+        let cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
         self.seq += 1;
         let mut sample = RawSample {
             seq: self.seq,
@@ -261,6 +266,7 @@ impl Collector {
             napi,
             devices,
             health,
+            cgroups,
             notes: devices_note.into_iter().collect(),
         };
         // The boundary: names chosen by other users and drivers are made

@@ -28,6 +28,7 @@ pub fn metric_options(cli: &Cli) -> Options {
             cli.rows.min(MAX_TOP_TASKS)
         },
         threads: cli.threads,
+        top_cgroups: cli.top_cgroups,
     }
 }
 

@@ -343,6 +343,7 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         kthread: m.leader.kthread,
         last_cpu: m.leader.last_cpu,
         affinity: m.leader.affinity.clone(),
+        cgroup_id: m.leader.cgroup_id,
         top_pct: ctx.pct_ns(ctx.ticks_ns(td.ticks)),
         on_cpu_pct,
         ..Default::default()
@@ -794,6 +795,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
     };
 
+    let cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
     health.notes = cur.notes.clone();
@@ -821,5 +823,6 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         napi: napi_views(&ctx, &prev.napi, &cur.napi),
         devices: device_views(&ctx, &prev.devices, &cur.devices),
         health,
+        cgroups,
     }
 }

@@ -49,6 +49,27 @@ pub struct Family {
 }
 
 impl Family {
+    /// An empty family, for exporters outside the table (the cgroup roll-up
+    /// builds its families from the model's rows).
+    pub fn new(
+        name: &'static str,
+        kind: Kind,
+        unit: Option<&'static str>,
+        help: &'static str,
+    ) -> Self {
+        Family {
+            name,
+            help,
+            unit,
+            kind,
+            samples: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, labels: Vec<(&'static str, String)>, v: f64) {
+        self.samples.push((labels, v));
+    }
+
     /// Name of the sample lines.
     pub fn sample_name(&self) -> String {
         match self.kind {
@@ -66,6 +87,9 @@ pub struct Options {
     pub top_tasks: usize,
     /// Thread rows instead of processes.
     pub threads: bool,
+    /// cgroups exported on their own (top-N by stolen time); the rest are
+    /// summed into one `cgroup="other"` series.
+    pub top_cgroups: usize,
 }
 
 impl Default for Options {
@@ -73,6 +97,7 @@ impl Default for Options {
         Options {
             top_tasks: 20,
             threads: false,
+            top_cgroups: 50,
         }
     }
 }
