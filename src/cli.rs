@@ -66,6 +66,18 @@ pub struct Cli {
           conflicts_with_all = ["record", "pinning_check"])]
     pub rows: usize,
 
+    /// Batch: one row per cgroup (pod, container, service) instead of per
+    /// task, in text and JSON.
+    #[arg(long = "group", value_enum, value_name = "BY", requires = "batch")]
+    pub group: Option<Group>,
+
+    /// Per-cgroup metric series (--serve, --export openmetrics): the N
+    /// cgroups with the most STOLEN%; the rest are summed into one
+    /// cgroup="other" series.
+    #[arg(long = "top-cgroups", value_name = "N", default_value_t = 50,
+          conflicts_with_all = ["record", "pinning_check", "batch"])]
+    pub top_cgroups: usize,
+
     /// Do not load BPF: /proc only; interrupt columns become estimates.
     #[arg(long = "no-bpf", conflicts_with = "pinning_check")]
     pub no_bpf: bool,
@@ -202,6 +214,12 @@ pub enum FailOn {
     Error,
     /// Never fail on findings (exit 0 unless the check could not run).
     Never,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// One row per cgroup: Kubernetes pod/container, docker, systemd unit.
+    Cgroup,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 //! no formatting.
 
 pub mod calibrate;
+pub mod cgroup;
 pub mod cli;
 pub mod collector;
 pub mod cpuset;

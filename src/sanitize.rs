@@ -101,6 +101,11 @@ impl Untrusted for RawSample {
         for n in &mut self.notes {
             clean_string(n);
         }
+        // Delegated cgroups are named by their (unprivileged) owners.
+        for c in &mut self.cgroups {
+            clean_string(&mut c.path);
+            clean_string(&mut c.cpus);
+        }
         for n in &mut self.napi {
             clean_string(&mut n.dev);
         }
@@ -251,6 +256,12 @@ mod tests {
         // Fields synth leaves empty, so that they are poisoned too.
         s.procs = s.tasks.clone();
         s.notes = vec!["note".into()];
+        s.cgroups = vec![crate::model::raw::RawCgroup {
+            id: 7,
+            path: "/a".into(),
+            v1: true,
+            cpus: "0-1".into(),
+        }];
         if let Some(h) = &mut s.health {
             h.task_source = "iter/task".into();
         }

@@ -434,6 +434,7 @@ fn sample(cur: bool, bpf: bool) -> RawSample {
             attach_mode: "tp_btf".into(),
             ..Default::default()
         }),
+        cgroups: vec![],
         notes: vec![],
     }
 }

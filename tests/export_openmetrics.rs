@@ -106,6 +106,7 @@ fn synth_families() -> Vec<openmetrics::Family> {
             top_tasks: 3,
             threads: false,
             topology: None,
+            top_cgroups: 50,
         },
     )
 }
@@ -180,6 +181,86 @@ fn promtool_accepts_rendered_metrics() {
     }
     let prom = openmetrics::render(&synth_families(), Flavor::Prometheus);
     promtool_check(&prom).unwrap();
+}
+
+/// 500 cgroups (pods of each QoS class, docker, systemd, v1 paths) on a
+/// 2-CPU host, exported with the default bound.
+fn cgroup_families(top: usize) -> Vec<openmetrics::Family> {
+    let host = synth::host(2);
+    let prev = synth::sample_with_cgroups(1, 2000, 2, 500);
+    let cur = synth::sample_with_cgroups(2, 2000, 2, 500);
+    assert_eq!(cur.cgroups.len(), 500);
+    openmetrics::families(
+        &host,
+        Some(&prev),
+        &cur,
+        &Options {
+            top_cgroups: top,
+            ..Options::default()
+        },
+    )
+}
+
+#[test]
+fn cgroup_metrics_are_bounded_with_the_rest_summed_into_other() {
+    let fams = cgroup_families(Options::default().top_cgroups);
+    let cg: Vec<&openmetrics::Family> = fams
+        .iter()
+        .filter(|f| f.name.starts_with("nettop_cgroup"))
+        .collect();
+    assert!(
+        cg.len() >= 10,
+        "{:?}",
+        cg.iter().map(|f| f.name).collect::<Vec<_>>()
+    );
+    let count = cg.iter().find(|f| f.name == "nettop_cgroups").unwrap();
+    assert_eq!(count.samples[0].1, 500.0);
+    for f in cg.iter().filter(|f| f.name != "nettop_cgroups") {
+        // 50 cgroups of their own plus one "other": never 500 series.
+        assert_eq!(f.samples.len(), 51, "{}", f.name);
+        assert!(
+            f.samples
+                .iter()
+                .filter(|(l, _)| l.iter().any(|(k, v)| *k == "cgroup" && v == "other"))
+                .count()
+                == 1,
+            "{}",
+            f.name
+        );
+    }
+    // Nothing is lost by the bound: the series sum to the whole roll-up.
+    let stolen = |fams: &[openmetrics::Family]| -> f64 {
+        fams.iter()
+            .find(|f| f.name == "nettop_cgroup_stolen_cpu_ratio")
+            .unwrap()
+            .samples
+            .iter()
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let all = cgroup_families(500);
+    assert!(stolen(&all) > 0.0);
+    assert!((stolen(&fams) - stolen(&all)).abs() < 1e-9);
+    // Identity labels from the paths.
+    let om = openmetrics::render(&fams, Flavor::OpenMetrics);
+    assert!(om.contains("qos=\"burstable\""), "{om:.2000}");
+    assert!(om.contains("runtime=\"containerd\""));
+    assert!(
+        om.lines()
+            .any(|l| l.starts_with("nettop_cgroup_stolen_cpu_ratio{")
+                && l.contains("pod_uid=\"0")
+                && !l.contains("container_id=\"\""))
+    );
+}
+
+#[test]
+fn promtool_accepts_cgroup_metrics() {
+    if !have("promtool") {
+        common::skip("promtool_accepts_cgroup_metrics", "promtool not installed");
+        return;
+    }
+    let fams = cgroup_families(Options::default().top_cgroups);
+    promtool_check(&openmetrics::render(&fams, Flavor::Prometheus)).unwrap();
 }
 
 #[test]

@@ -57,6 +57,10 @@ fn pod_namespace_of_the_wrong_setup_is_read() {
     let ns = &t.netns[0];
     assert_eq!((ns.name.as_str(), ns.inode), ("pod1", 4026532999));
     assert_eq!(ns.kind, NetnsKind::Fixture);
+    assert_eq!(
+        ns.workload.as_deref(),
+        Some("pod:8c2f0a5e/containerd:4b1e2f3a9c7d")
+    );
     // Two eth0s: the host's and the pod's, told apart by namespace.
     let pod = t.nic("eth0 (netns pod1)").unwrap();
     assert_eq!(pod.netns, "pod1");
@@ -99,6 +103,10 @@ fn check_config(frame: &Value) {
         .find(|d| d["name"] == "eth0" && d["netns"] == "pod1")
         .unwrap_or_else(|| panic!("pod eth0 missing: {devs:#?}"));
     assert_eq!(pod["config"]["xdp"], "generic");
+    assert_eq!(
+        pod["config"]["workload"],
+        "pod:8c2f0a5e/containerd:4b1e2f3a9c7d"
+    );
     assert_eq!(pod["config"]["xdp_progs"][0]["id"], 42);
     assert_eq!(pod["config"]["rss"], "not_supported");
     assert_eq!(pod["config"]["rx_queues"][0]["rps_cpus"], "26");

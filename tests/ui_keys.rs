@@ -483,6 +483,9 @@ fn key_named(name: &str) -> KeyEvent {
         "Tab" => plain(KeyCode::Tab),
         "Shift-Tab" => plain(KeyCode::BackTab),
         "Esc" => plain(KeyCode::Esc),
+        "Enter" => plain(KeyCode::Enter),
+        "Left" => plain(KeyCode::Left),
+        "Right" => plain(KeyCode::Right),
         n if n.len() > 1 && n.starts_with('F') => plain(KeyCode::F(n[1..].parse().unwrap())),
         n if n.chars().count() == 1 => plain(KeyCode::Char(n.chars().next().unwrap())),
         n => panic!("the help names a key no keyboard has: {n:?}"),
@@ -534,16 +537,30 @@ fn starting_states() -> Vec<App> {
     replay.set_replay(5, 10, false);
     key(&mut replay, KeyCode::Char('2'));
     key(&mut replay, KeyCode::Down);
-    vec![live, replay]
+    // Processes grouped by cgroup, cursor on a group: Enter and the arrows
+    // open and close it.
+    let mut grouped = app(30);
+    grouped.push_frame(fixtures::busy_host_in_cgroups());
+    key(&mut grouped, KeyCode::Char('c'));
+    assert!(grouped.group_cgroup);
+    let mut opened = app(30);
+    opened.push_frame(fixtures::busy_host_in_cgroups());
+    key(&mut opened, KeyCode::Char('c'));
+    key(&mut opened, KeyCode::Enter);
+    assert!(!opened.expanded.is_empty());
+    vec![live, replay, grouped, opened]
 }
 
 fn state(a: &App) -> String {
+    let mut open: Vec<u64> = a.expanded.iter().copied().collect();
+    open.sort_unstable();
     format!(
-        "{:?}",
+        "{:?} {:?}",
         (
             a.view, &a.mode, a.sort, a.threads, a.tree, &a.filter, a.follow, a.paused, a.delay,
             a.replay, &a.message, a.pos,
-        )
+        ),
+        (a.group_cgroup, open)
     )
 }
 

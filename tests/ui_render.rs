@@ -85,6 +85,45 @@ fn processes_busy_host_80_columns_drops_low_priority_columns() {
     snap!("ui_processes_busy_80x24", s);
 }
 
+/// `c`: the Processes view grouped by cgroup, the most robbed first; Enter
+/// opens a group onto its processes, `R` puts the least robbed first.
+#[test]
+fn containers_grouped_by_cgroup_expand_and_reverse() {
+    let mut a = app(160, 20, true);
+    a.push_frame(fixtures::busy_host_in_cgroups());
+    press(&mut a, KeyCode::Char('c'));
+    let s = screen(&a, 160, 20);
+    let first = s
+        .lines()
+        .find(|l| l.contains('▸') || l.contains('▾'))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        first.contains("docker:5a5a5a5a5a5a"),
+        "openssl's container first: {s}"
+    );
+    assert!(s.contains("pod:a9d0c3b4/containerd:777777777777"), "{s}");
+    snap!("ui_containers_grouped", s);
+    // The top group opens onto its process; ← closes it from there.
+    press(&mut a, KeyCode::Enter);
+    let s = screen(&a, 160, 20);
+    let open = s.lines().position(|l| l.contains("▾ docker:")).unwrap();
+    assert!(
+        s.lines().nth(open + 1).unwrap().contains("5001 openssl"),
+        "{s}"
+    );
+    snap!("ui_containers_expanded", s);
+    press(&mut a, KeyCode::Down);
+    press(&mut a, KeyCode::Left);
+    assert!(!screen(&a, 160, 20).contains("5001 openssl"));
+    press(&mut a, KeyCode::Char('R'));
+    let s = screen(&a, 160, 20);
+    let first = s.lines().find(|l| l.contains('▸')).unwrap();
+    assert!(!first.contains("docker:"), "{s}");
+    // And back to the task table.
+    press(&mut a, KeyCode::Char('c'));
+    assert!(screen(&a, 160, 20).contains("COMMAND"));
+}
+
 #[test]
 fn processes_tree_with_threads() {
     let mut a = busy(150, 44);

@@ -2,6 +2,7 @@
 //! samples. Nothing here formats or computes rates; see `model`.
 
 pub mod bpf;
+pub mod cgroups;
 pub mod host;
 pub mod netdev;
 pub mod procfs;
@@ -66,6 +67,8 @@ pub struct Collector {
     map_full_seen: u64,
     /// Device counters of the other network namespaces.
     netns: netdev::OtherNamespaces,
+    /// cgroup ids → paths and cpusets, learnt once and kept.
+    cgroups: cgroups::CgroupResolver,
 }
 
 impl Collector {
@@ -117,7 +120,6 @@ impl Collector {
             }),
         };
         Ok(Self {
-            opts,
             host,
             bpf,
             seq: 0,
@@ -125,6 +127,8 @@ impl Collector {
             buf: Vec::new(),
             map_full_seen: 0,
             netns: netdev::OtherNamespaces::default(),
+            cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
+            opts,
         })
     }
 
@@ -254,6 +258,7 @@ impl Collector {
                 tasks.clear();
             }
         }
+        let cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
         self.seq += 1;
         let mut sample = RawSample {
             seq: self.seq,
@@ -266,6 +271,7 @@ impl Collector {
             napi,
             devices,
             health,
+            cgroups,
             notes: devices_note.into_iter().chain(others.note).collect(),
         };
         // The boundary: names chosen by other users and drivers are made

@@ -29,6 +29,7 @@ pub fn metric_options(cli: &Cli) -> Options {
         },
         threads: cli.threads,
         topology: None,
+        top_cgroups: cli.top_cgroups,
     }
 }
 

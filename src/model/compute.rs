@@ -344,6 +344,7 @@ fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         kthread: m.leader.kthread,
         last_cpu: m.leader.last_cpu,
         affinity: m.leader.affinity.clone(),
+        cgroup_id: m.leader.cgroup_id,
         top_pct: ctx.pct_ns(ctx.ticks_ns(td.ticks)),
         on_cpu_pct,
         ..Default::default()
@@ -845,6 +846,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     summary.net_rx_ns_per_packet = summary.net_rx_ns_per_packet.map(fin);
     summary.net_rx_pct_per_gbps = summary.net_rx_pct_per_gbps.map(fin);
 
+    let cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
     health.notes = cur.notes.clone();
@@ -872,6 +874,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         napi,
         devices,
         health,
+        cgroups,
     }
 }
 

@@ -43,6 +43,10 @@ pub struct TxQueueConfig {
 /// Everything the topology knows about a device's receive path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct DeviceConfig {
+    /// The pod, container or service owning the device's network
+    /// namespace, when a process there names one (`NetnsInfo::workload`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
     pub xdp: XdpMode,
@@ -81,6 +85,7 @@ impl DeviceConfig {
             })
             .collect();
         DeviceConfig {
+            workload: topo.netns_of(nic).and_then(|n| n.workload.clone()),
             driver: nic.driver.clone(),
             xdp: nic.xdp,
             xdp_progs: nic.xdp_progs.clone(),

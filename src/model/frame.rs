@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cgroups::CgroupView;
 use super::raw::{NET_RX, NR_SOFTIRQS, Regime, Source};
 
 /// One task's (thread's or whole process's) figures over the interval.
@@ -52,6 +53,13 @@ pub struct TaskView {
     pub interrupts_per_s: f64,
     /// Softirq runs per second in its context (all vectors, stolen + inline).
     pub softirqs_per_s: f64,
+    /// Its cgroup's key (`RawTask::cgroup_id`; see [`Frame::cgroups`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cgroup_id: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// The figures every front end derives from a task's fields, defined once.
@@ -315,6 +323,10 @@ pub struct Frame {
     pub napi: Vec<NapiView>,
     pub devices: Vec<DeviceView>,
     pub health: HealthView,
+    /// Process rows rolled up per cgroup, largest STOLEN% first; empty when
+    /// the samples carry no cgroups (older recordings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<CgroupView>,
 }
 
 impl Frame {

@@ -1,4 +1,5 @@
 //! The pure model: two raw samples in, one Frame of rates and percentages out.
+pub mod cgroups;
 pub mod compute;
 pub mod cost;
 pub mod devconf;

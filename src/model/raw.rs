@@ -142,9 +142,48 @@ pub struct RawTask {
     /// the group's thread count.
     #[serde(default)]
     pub nr_threads: u32,
-    /// cgroup v2 id (the kernfs inode of its cgroup directory), 0 unknown.
+    /// Its cgroup: a key into [`RawSample::cgroups`]. The kernel's cgroup
+    /// v2 id (the kernfs inode of the cgroup's directory) from the task
+    /// sampler, or, for a path read from `/proc/PID/cgroup` (the /proc
+    /// path, cgroup v1), a key derived from the path with bit 63 set
+    /// ([`cgroup_key`]). 0: unknown.
     #[serde(default)]
     pub cgroup_id: u64,
+}
+
+/// Bit 63 marks a cgroup key derived from a path, never a kernel id
+/// (kernfs ids are inode numbers, far below 2^63).
+pub const CGROUP_KEY_DERIVED: u64 = 1 << 63;
+
+/// The key of a cgroup known by path only: FNV-1a of hierarchy and path,
+/// bit 63 set. Deterministic, so fixtures and recordings agree run to run.
+pub fn cgroup_key(v1: bool, path: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let tag: &[u8] = if v1 { b"v1:" } else { b"v2:" };
+    for b in tag.iter().chain(path.as_bytes()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h | CGROUP_KEY_DERIVED
+}
+
+/// One cgroup some task of the sample is in. Samples carry the table (only
+/// the cgroups their tasks use), so a replay on another machine shows the
+/// same groups; recordings made before it read as "no cgroups".
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawCgroup {
+    /// The key tasks carry in [`RawTask::cgroup_id`].
+    pub id: u64,
+    /// Path in its hierarchy, e.g. `/system.slice/nginx.service`.
+    pub path: String,
+    /// `true` when `path` is a cgroup v1 path (no v2 hierarchy, or the
+    /// task sits in the v2 root of a hybrid host and v1 says more).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub v1: bool,
+    /// CPUs its cpuset allows (`cpuset.cpus.effective`, or v1
+    /// `cpuset.effective_cpus`), as a list; empty when unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpus: String,
 }
 
 /// `/proc/stat` per-CPU line, clock ticks.
@@ -394,6 +433,9 @@ pub struct RawSample {
     pub napi: Vec<RawNapi>,
     pub devices: Vec<RawDevice>,
     pub health: Option<BpfHealth>,
+    /// The cgroups this sample's tasks are in (see [`RawTask::cgroup_id`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<RawCgroup>,
     /// What this sample could not read the usual way, in words for the
     /// health line (device counters from the sysfs fallback, ...). Empty
     /// when all is well, and in recordings made before it existed.

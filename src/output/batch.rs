@@ -30,6 +30,7 @@ use super::text::{TextOptions, render_frame};
 struct Sink<W: Write> {
     out: W,
     json: bool,
+    group_cgroup: bool,
     pids: Vec<u32>,
     text: TextOptions,
     frames: u64,
@@ -46,6 +47,7 @@ impl<W: Write> Sink<W> {
         Self {
             out,
             json: cli.json,
+            group_cgroup: cli.group == Some(crate::cli::Group::Cgroup),
             pids: cli.pids.clone(),
             text: TextOptions {
                 threads: cli.threads,
@@ -53,13 +55,17 @@ impl<W: Write> Sink<W> {
                 max_rows: cli.rows,
                 users,
                 regime_source: host.regime_source.clone(),
+                group_cgroup: cli.group == Some(crate::cli::Group::Cgroup),
             },
             frames: 0,
         }
     }
 
     fn emit(&mut self, frame: &Frame) -> anyhow::Result<Emit> {
-        let mut s = if self.json {
+        let mut s = if self.json && self.group_cgroup {
+            render_json(&super::cgroups::json_frame(frame), &[])
+                .context("serialising a frame to JSON")?
+        } else if self.json {
             render_json(frame, &self.pids).context("serialising a frame to JSON")?
         } else {
             let mut s = render_frame(frame, &self.text);

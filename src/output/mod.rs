@@ -1,6 +1,7 @@
 //! Batch text and JSON front ends.
 pub mod batch;
 pub mod calibration;
+pub mod cgroups;
 pub mod columns;
 pub mod devices;
 pub mod format;

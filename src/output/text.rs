@@ -22,6 +22,8 @@ pub struct TextOptions {
     pub users: HashMap<u32, String>,
     /// Where the regime came from (`HostInfo::regime_source`), shown in the header.
     pub regime_source: String,
+    /// `--group cgroup`: one row per cgroup instead of per task.
+    pub group_cgroup: bool,
 }
 
 /// "2026-11-22 08:40:01Z" from milliseconds since the epoch, without a
@@ -314,7 +316,11 @@ pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
     cpu_table(&mut out, frame);
     napi_table(&mut out, frame);
     super::devices::device_table(&mut out, frame);
-    task_table(&mut out, frame, opts);
+    if opts.group_cgroup {
+        super::cgroups::table(&mut out, frame, opts.max_rows);
+    } else {
+        task_table(&mut out, frame, opts);
+    }
     out
 }
 

@@ -62,6 +62,10 @@ pub struct ThreadRef {
     pub cpu_pct: Option<f64>,
     /// Stolen share from [`Evidence`], when given.
     pub stolen_pct: Option<f64>,
+    /// The container or service it belongs to (from its cgroup path), so a
+    /// finding names the workload, not only a PID that will be gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -246,11 +250,15 @@ pub fn render_text(r: &Report) -> String {
                     .iter()
                     .take(TEXT_MAX_THREADS)
                     .map(|t| {
-                        if t.pid == t.tid {
+                        let mut s = if t.pid == t.tid {
                             format!("{} {}", t.tid, t.comm)
                         } else {
                             format!("{} {} (pid {})", t.tid, t.comm, t.pid)
+                        };
+                        if let Some(w) = &t.workload {
+                            s.push_str(&format!(" [{w}]"));
                         }
+                        s
                     })
                     .collect();
                 if f.threads.len() > TEXT_MAX_THREADS {

@@ -5,7 +5,7 @@
 
 use crate::model::raw::{
     BpfHealth, CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NET_RX,
-    ProgStat, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
+    ProgStat, RawCgroup, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
 };
 
 pub fn host(nr_cpus: u32) -> HostInfo {
@@ -146,8 +146,81 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             attach_mode: "tp_btf".into(),
             ..Default::default()
         }),
+        cgroups: Vec::new(),
         notes: Vec::new(),
     }
+}
+
+/// Paths of synthetic cgroup `i`: Kubernetes pods of each QoS class,
+/// docker, systemd services and a v1 path, in turn.
+pub fn cgroup_path(i: u64) -> (String, bool) {
+    let uid = format!("{i:08x}-0000-4000-8000-{:012x}", i * 7919);
+    let cid = format!("{:064x}", u128::from(i) * 0x9e37_79b9_7f4a_7c15);
+    match i % 5 {
+        0 => (
+            format!(
+                "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{cid}.scope",
+                uid.replace('-', "_")
+            ),
+            false,
+        ),
+        1 => (format!("/kubepods/besteffort/pod{uid}/{cid}"), false),
+        2 => (format!("/system.slice/docker-{cid}.scope"), false),
+        3 => (format!("/system.slice/svc-{i}.service"), false),
+        _ => (format!("/docker/{cid}"), true),
+    }
+}
+
+/// [`sample`] with process rows, each process in one of `ncgroups`
+/// cgroups (process `p` in cgroup `p % ncgroups`), and the cgroup table.
+pub fn sample_with_cgroups(k: u64, ntasks: usize, ncpus: u32, ncgroups: u64) -> RawSample {
+    let mut s = sample(k, ntasks, ncpus);
+    let n = ncgroups.max(1);
+    let key = |i: u64| 1000 + i;
+    for t in s.tasks.iter_mut() {
+        t.cgroup_id = key(u64::from(t.tgid / 4) % n);
+    }
+    // Process totals: the leader's identity, the threads' sums.
+    let mut procs: Vec<RawTask> = Vec::new();
+    for t in &s.tasks {
+        match procs.last_mut() {
+            Some(p) if p.tgid == t.tgid => {
+                p.utime_ticks += t.utime_ticks;
+                p.stime_ticks += t.stime_ticks;
+                p.on_cpu_ns += t.on_cpu_ns;
+                p.nr_threads += 1;
+                if let Some(a) = &t.irq {
+                    p.irq.get_or_insert_with(IrqAcct::default).add(a);
+                }
+            }
+            _ => {
+                let mut p = t.clone();
+                p.tid = p.tgid;
+                p.nr_threads = 1;
+                procs.push(p);
+            }
+        }
+    }
+    s.procs = procs;
+    s.tasks.clear();
+    let used: std::collections::BTreeSet<u64> = s.procs.iter().map(|p| p.cgroup_id).collect();
+    s.cgroups = used
+        .into_iter()
+        .map(|id| {
+            let (path, v1) = cgroup_path(id - 1000);
+            RawCgroup {
+                id,
+                path,
+                v1,
+                cpus: if id % 2 == 0 {
+                    String::new()
+                } else {
+                    format!("0-{}", ncpus.saturating_sub(1) / 2)
+                },
+            }
+        })
+        .collect();
+    s
 }
 
 /// A [`super::SampleSource`] replaying synthetic samples (tests).

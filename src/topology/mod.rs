@@ -387,6 +387,10 @@ pub struct ThreadInfo {
     pub cgroup: Option<String>,
     /// Effective cgroup cpuset, when the thread is in a restricted one.
     pub cpuset: Option<CpuSet>,
+    /// The pod/container or systemd unit its cgroup path names
+    /// (`crate::cgroup::Identity::label`); absent in older topologies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
     /// KiB of the process's memory per NUMA node (`numa_maps`), read for
     /// pinned threads on multi-node hosts only.
     pub mem_kib: Option<BTreeMap<u32, u64>>,

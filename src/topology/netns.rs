@@ -17,7 +17,8 @@
 //!
 //! Fixtures (`--sysroot`): `netns/<name>/` under the root is one namespace,
 //! laid out as a root of its own (`sys/class/net/...`, `proc/net/route`);
-//! an optional `netns/<name>/inode` file gives its inode.
+//! an optional `netns/<name>/inode` file gives its inode, and
+//! `netns/<name>/workload` the pod or container owning it.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -55,6 +56,11 @@ pub struct NetnsInfo {
     /// A process inside it (the lowest PID), for `nsenter -t PID`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The pod, container or service that process belongs to
+    /// (`cgroup::Identity::label`, e.g. "pod:1a2b3c4d/containerd:0123abcd");
+    /// `None` when its cgroup names nothing known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
 }
 
 impl NetnsInfo {
@@ -136,6 +142,7 @@ pub fn enumerate_live() -> Vec<Found> {
                     name,
                     kind: NetnsKind::Named,
                     pid: None,
+                    workload: None,
                 },
                 path,
             },
@@ -176,6 +183,7 @@ pub fn enumerate_live() -> Vec<Found> {
                             name: format!("pid {pid} ({comm})"),
                             kind: NetnsKind::Process,
                             pid: Some(pid),
+                            workload: None,
                         },
                         path: link.into(),
                     },
@@ -184,6 +192,9 @@ pub fn enumerate_live() -> Vec<Found> {
         }
     }
     let mut v: Vec<Found> = seen.into_values().collect();
+    for f in &mut v {
+        f.info.workload = f.info.pid.and_then(workload_of);
+    }
     v.sort_by(|a, b| {
         (
             a.info.kind != NetnsKind::Named,
@@ -197,6 +208,14 @@ pub fn enumerate_live() -> Vec<Found> {
             ))
     });
     v
+}
+
+/// The workload a process belongs to, from its cgroup path.
+fn workload_of(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let cg = crate::cgroup::ProcCgroup::parse(&text);
+    let path = cg.v2.as_deref().or_else(|| cg.v1_path())?;
+    crate::cgroup::Identity::parse(path).label()
 }
 
 /// `NSFS_MAGIC` from include/uapi/linux/magic.h.
@@ -241,6 +260,10 @@ pub fn enumerate_fixture(root: &Sysroot) -> Vec<(NetnsInfo, Sysroot)> {
                     name,
                     kind: NetnsKind::Fixture,
                     pid: None,
+                    workload: sub
+                        .read_opt("/workload")
+                        .map(|w| w.trim().to_string())
+                        .filter(|w| !w.is_empty()),
                 },
                 sub,
             )
@@ -347,6 +370,7 @@ mod tests {
             name: "blue".into(),
             kind: NetnsKind::Named,
             pid: None,
+            workload: None,
         };
         assert_eq!(n.exec_prefix(), "ip netns exec blue ");
         n.kind = NetnsKind::Process;

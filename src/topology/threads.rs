@@ -49,15 +49,23 @@ fn numeric_dirs(root: &Sysroot, abs: &str) -> Vec<u32> {
     v
 }
 
-/// cgroup path and the effective cpuset it imposes.
-fn cgroup_cpuset(
+/// The container or service a process's cgroups name (v2 path first,
+/// else the most specific v1 path), for findings that name workloads.
+fn workload(text: &str) -> Option<String> {
+    let pc = crate::cgroup::ProcCgroup::parse(text);
+    let label = |p: &str| crate::cgroup::Identity::parse(p).label();
+    pc.v2
+        .as_deref()
+        .and_then(label)
+        .or_else(|| pc.v1_path().and_then(label))
+}
+
+/// cgroup path and the effective cpuset it imposes, from `/proc/PID/cgroup`.
+fn cgroup_cpuset_of(
     root: &Sysroot,
-    pid: u32,
+    text: &str,
     cache: &mut HashMap<String, Option<CpuSet>>,
 ) -> (Option<String>, Option<CpuSet>) {
-    let Some(text) = root.read_opt(format!("/proc/{pid}/cgroup")) else {
-        return (None, None);
-    };
     let mut v2 = None;
     let mut v1 = None;
     for l in text.lines() {
@@ -170,7 +178,12 @@ pub(super) fn load_threads(
     let mut first_sample: Vec<(usize, u64, Instant)> = Vec::new();
     for pid in pids {
         let tids = numeric_dirs(root, &format!("/proc/{pid}/task"));
-        let (cgroup, cpuset) = cgroup_cpuset(root, pid, &mut cg_cache);
+        let cg_text = root.read_opt(format!("/proc/{pid}/cgroup"));
+        let (cgroup, cpuset) = match &cg_text {
+            Some(t) => cgroup_cpuset_of(root, t, &mut cg_cache),
+            None => (None, None),
+        };
+        let workload = cg_text.as_deref().and_then(workload);
         let cpuset = cpuset.filter(|c| !online.is_subset(c));
         let start = out.len();
         for tid in tids {
@@ -210,6 +223,7 @@ pub(super) fn load_threads(
                 kthread: stat.flags & PF_KTHREAD != 0,
                 cgroup: cgroup.clone(),
                 cpuset: cpuset.clone(),
+                workload: workload.clone(),
                 ..Default::default()
             });
         }

@@ -156,6 +156,10 @@ pub struct App {
     pub cpu_rows: CpuRows,
     pub topo_lines: Vec<(LineKind, String)>,
     pub pin_lines: Vec<(LineKind, String)>,
+    /// Processes grouped by cgroup (`c`), with these groups expanded.
+    pub group_cgroup: bool,
+    pub expanded: std::collections::HashSet<u64>,
+    pub cg_rows: Vec<super::containers_view::CgRow>,
 }
 
 impl App {
@@ -189,6 +193,9 @@ impl App {
             cpu_rows: CpuRows::default(),
             topo_lines: Vec::new(),
             pin_lines: Vec::new(),
+            group_cgroup: false,
+            expanded: std::collections::HashSet::new(),
+            cg_rows: Vec::new(),
         };
         app.rebuild();
         app
@@ -254,6 +261,7 @@ impl App {
     /// Length of `view`'s list.
     pub fn len(&self, view: View) -> usize {
         match view {
+            View::Processes if self.group_cgroup => self.cg_rows.len(),
             View::Processes => self.rows.len(),
             View::Cpus => self.frame.as_ref().map_or(0, |f| f.cpus.len()),
             View::Devices => self.dev_rows.len(),
@@ -264,6 +272,9 @@ impl App {
 
     /// The task under the cursor in the Processes view.
     pub fn selected_task(&self) -> Option<&TaskView> {
+        if self.group_cgroup {
+            return None;
+        }
         let row = self.rows.get(self.pos[View::Processes.index()].selected)?;
         self.task(row.src)
     }
@@ -346,6 +357,42 @@ impl App {
         self.rebuild();
     }
 
+    /// `c`: the Processes view grouped by cgroup, or back.
+    pub(crate) fn toggle_group(&mut self) {
+        self.group_cgroup = !self.group_cgroup;
+        self.pos[View::Processes.index()] = ListPos::default();
+        self.rebuild();
+    }
+
+    /// Opens (`Some(true)`), closes (`Some(false)`) or toggles (`None`) the
+    /// group under the cursor, also from one of its processes, and keeps
+    /// the cursor on the group.
+    pub(crate) fn expand(&mut self, open: Option<bool>) {
+        use super::containers_view::{CgRow, group_id};
+        let pi = View::Processes.index();
+        let Some(&row) = self.cg_rows.get(self.pos[pi].selected) else {
+            return;
+        };
+        let Some(id) = group_id(self.frame.as_ref(), row) else {
+            return;
+        };
+        if open.unwrap_or(!self.expanded.contains(&id)) {
+            self.expanded.insert(id);
+        } else {
+            self.expanded.remove(&id);
+        }
+        self.rebuild();
+        let f = self.frame.as_ref();
+        if let Some(i) = self
+            .cg_rows
+            .iter()
+            .position(|r| matches!(r, CgRow::Group(_)) && group_id(f, *r) == Some(id))
+        {
+            self.pos[pi].selected = i;
+            self.clamp(View::Processes);
+        }
+    }
+
     pub(crate) fn toggle_follow(&mut self) {
         if self.follow.is_some() {
             self.follow = None;
@@ -412,6 +459,12 @@ impl App {
         self.cpu_rows = CpuRows::build(self.frame.as_ref());
         self.rows = processes::rows(self);
         self.dev_rows = devices::rows(self.frame.as_ref());
+        self.cg_rows = super::containers_view::build_rows(
+            self.frame.as_ref(),
+            &self.expanded,
+            self.sort.descending,
+            &self.filter,
+        );
         self.topo_lines = match &self.extras.topology {
             Some(lines) => lines.clone(),
             None => topology::frame_lines(self.frame.as_ref()),

@@ -90,6 +90,7 @@ impl T<'_> {
             hidden_pct: hidden,
             interrupts_per_s: self.hi * 100.0,
             softirqs_per_s: (self.net_rx + self.other_si) * 50.0,
+            cgroup_id: 0,
         }
     }
 }
@@ -638,5 +639,85 @@ pub fn many_tasks(n: usize) -> Frame {
         push(&mut f, &t);
     }
     summarize(&mut f);
+    f
+}
+
+/// The busy host with every process in a cgroup: pods of each QoS class,
+/// docker, systemd services and sessions, kernel threads in the root. The
+/// roll-up is the model's own (`model::cgroups::rollup`).
+pub fn busy_host_in_cgroups() -> Frame {
+    use crate::model::raw::RawCgroup;
+    let mut f = busy_host();
+    let pod = |qos: &str, uid: &str, scope: &str| {
+        let u = uid.replace('-', "_");
+        if qos.is_empty() {
+            format!("/kubepods.slice/kubepods-pod{u}.slice/{scope}")
+        } else {
+            format!("/kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{u}.slice/{scope}")
+        }
+    };
+    let ctr = |n: u8| format!("{:02x}", n).repeat(32);
+    let table: Vec<(u64, String, &str)> = vec![
+        (1, "/".into(), ""),
+        (2, "/init.scope".into(), ""),
+        (3, "/system.slice/ssh.service".into(), ""),
+        (4, "/user.slice/user-1000.slice/session-2.scope".into(), ""),
+        (5, format!("/system.slice/docker-{}.scope", ctr(0x5a)), "3"),
+        (
+            6,
+            pod(
+                "besteffort",
+                "7c1e2a90-1111-4c2b-8d3e-0a1b2c3d4e5f",
+                &format!("cri-containerd-{}.scope", ctr(0x1f)),
+            ),
+            "",
+        ),
+        (
+            7,
+            pod(
+                "",
+                "a9d0c3b4-2222-4e5f-9a6b-7c8d9e0f1a2b",
+                &format!("cri-containerd-{}.scope", ctr(0x77)),
+            ),
+            "8-11",
+        ),
+        (8, "/system.slice/postgresql.service".into(), "12-15"),
+        (
+            9,
+            pod(
+                "burstable",
+                "5e6f7a8b-3333-4c9d-8e0f-1a2b3c4d5e6f",
+                &format!("crio-{}.scope", ctr(0xc3)),
+            ),
+            "0-7",
+        ),
+    ];
+    let of = |t: &TaskView| -> u64 {
+        match t.comm.as_str() {
+            _ if t.kthread => 1,
+            "systemd" => 2,
+            "sshd" => 3,
+            "bash" | "nettop" => 4,
+            "openssl" => 5,
+            "iperf3" => 6,
+            c if c.starts_with("vpp") => 7,
+            "postgres" => 8,
+            "nginx" => 9,
+            _ => 4,
+        }
+    };
+    for t in f.processes.iter_mut().chain(f.threads.iter_mut()) {
+        t.cgroup_id = of(t);
+    }
+    let raw: Vec<RawCgroup> = table
+        .into_iter()
+        .map(|(id, path, cpus)| RawCgroup {
+            id,
+            path,
+            v1: false,
+            cpus: cpus.into(),
+        })
+        .collect();
+    f.cgroups = crate::model::cgroups::rollup(&f.processes, &raw, &f.cpus, f.source);
     f
 }

@@ -65,6 +65,9 @@ impl Key {
             KeyCode::Tab => "Tab".into(),
             KeyCode::BackTab => "Shift-Tab".into(),
             KeyCode::Esc => "Esc".into(),
+            KeyCode::Enter => "Enter".into(),
+            KeyCode::Left => "Left".into(),
+            KeyCode::Right => "Right".into(),
             KeyCode::F(n) => format!("F{n}"),
             other => format!("{other:?}"),
         };
@@ -92,6 +95,9 @@ pub enum Command {
     Last,
     Threads,
     Tree,
+    Group,
+    /// Open (true), close (false) or toggle (None) the cgroup under the cursor.
+    Expand(Option<bool>),
     SortLeft,
     SortRight,
     SortPicker,
@@ -159,6 +165,18 @@ pub const KEYMAP: &[Entry] = &[
     Entry {
         binds: &[(ch('t'), C::Tree)],
         help: "tree: threads under their process",
+    },
+    Entry {
+        binds: &[(ch('c'), C::Group)],
+        help: "group by cgroup (pod, container, service)",
+    },
+    Entry {
+        binds: &[
+            (key(K::Enter), C::Expand(None)),
+            (key(K::Right), C::Expand(Some(true))),
+            (key(K::Left), C::Expand(Some(false))),
+        ],
+        help: "grouped: open / close the group",
     },
     Entry {
         binds: &[(ch('<'), C::SortLeft), (ch('>'), C::SortRight)],
@@ -321,6 +339,9 @@ impl App {
                 self.rebuild();
                 return self.thread_rows();
             }
+            C::Group if view == View::Processes => self.toggle_group(),
+            C::Expand(open) if view == View::Processes && self.group_cgroup => self.expand(open),
+            C::Group | C::Expand(_) => {}
             C::SortLeft => self.shift_sort(-1),
             C::SortRight => self.shift_sort(1),
             C::Reverse => {

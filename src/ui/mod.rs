@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod chrome;
+pub mod containers_view;
 #[cfg(feature = "testing")]
 pub mod fixtures;
 pub mod keymap;

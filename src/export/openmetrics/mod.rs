@@ -49,6 +49,27 @@ pub struct Family {
 }
 
 impl Family {
+    /// An empty family, for exporters outside the table (the cgroup roll-up
+    /// builds its families from the model's rows).
+    pub fn new(
+        name: &'static str,
+        kind: Kind,
+        unit: Option<&'static str>,
+        help: &'static str,
+    ) -> Self {
+        Family {
+            name,
+            help,
+            unit,
+            kind,
+            samples: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, labels: Vec<(&'static str, String)>, v: f64) {
+        self.samples.push((labels, v));
+    }
+
     /// Name of the sample lines.
     pub fn sample_name(&self) -> String {
         match self.kind {
@@ -69,6 +90,9 @@ pub struct Options {
     /// Device configuration (the live topology or a recording's); without
     /// it the configuration families are empty.
     pub topology: Option<std::sync::Arc<crate::topology::HostTopology>>,
+    /// cgroups exported on their own (top-N by stolen time); the rest are
+    /// summed into one `cgroup="other"` series.
+    pub top_cgroups: usize,
 }
 
 impl Default for Options {
@@ -77,6 +101,7 @@ impl Default for Options {
             top_tasks: 20,
             threads: false,
             topology: None,
+            top_cgroups: 50,
         }
     }
 }

@@ -179,6 +179,7 @@ fn tref(t: &ThreadInfo, ev: &Evidence) -> ThreadRef {
         affinity: t.affinity.clone(),
         cpu_pct: t.cpu_pct,
         stolen_pct: ev.stolen_pct.get(&t.tid).copied(),
+        workload: t.workload.clone(),
     }
 }
 

@@ -44,10 +44,7 @@ const NATIVE_XDP: &[&str] = &[
 /// Pinned threads using `nic`, narrowest first.
 fn consumers<'a>(cx: &'a Ctx, nic: &Nic) -> Vec<&'a ThreadInfo> {
     let label = nic.label();
-    let mut v: Vec<&ThreadInfo> = cx
-        .pinned()
-        .filter(|th| th.nics.contains(&label))
-        .collect();
+    let mut v: Vec<&ThreadInfo> = cx.pinned().filter(|th| th.nics.contains(&label)).collect();
     v.sort_by_key(|th| (th.affinity.len(), th.tid));
     v
 }

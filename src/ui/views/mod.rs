@@ -73,6 +73,7 @@ impl View {
     /// The dim line above the body: what the view shows and how to read it.
     pub(crate) fn header(self, app: &App) -> String {
         match self {
+            View::Processes if app.group_cgroup => crate::ui::containers_view::header_text(app),
             View::Processes => processes::header(app),
             View::Cpus => cpus::HEADER.into(),
             View::Devices => devices::HEADER.into(),
@@ -83,6 +84,9 @@ impl View {
 
     pub(crate) fn draw(self, f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         match self {
+            View::Processes if app.group_cgroup => {
+                crate::ui::containers_view::draw(f, app, s, area)
+            }
             View::Processes => processes::draw(f, app, s, area),
             View::Cpus => cpus::draw(f, app, s, area),
             View::Devices => devices::draw(f, app, s, area),

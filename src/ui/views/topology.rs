@@ -161,6 +161,9 @@ pub fn lines(topo: &HostTopology) -> Vec<(LineKind, String)> {
     }
     for nic in &topo.nics {
         let mut s = format!("  {}", nic.label());
+        if let Some(w) = topo.netns_of(nic).and_then(|n| n.workload.as_deref()) {
+            let _ = write!(s, " [{w}]");
+        }
         if nic.is_virtual {
             s.push_str(" (virtual)");
         }

@@ -492,7 +492,7 @@ pub fn families(
     opts: &Options,
 ) -> Vec<Family> {
     let s = Scrape::new(host, prev, cur, opts);
-    FAMILIES
+    let mut out: Vec<Family> = FAMILIES
         .iter()
         .map(|d| {
             let mut samples = Vec::new();
@@ -505,5 +505,12 @@ pub fn families(
                 samples,
             }
         })
-        .collect()
+        .collect();
+    out.extend(crate::export::cgroup_metrics::families(
+        host,
+        prev,
+        cur,
+        opts.top_cgroups,
+    ));
+    out
 }

@@ -1,0 +1,9 @@
+//! cgroups as workload identity: which pod, container or service a task
+//! belongs to. [`path`] is pure (a path in, names out); the collector
+//! resolves the task sampler's cgroup ids to paths
+//! (`collector::cgroups`), and the model rolls tasks up per cgroup
+//! (`model::cgroups`).
+
+pub mod path;
+
+pub use path::{Identity, ProcCgroup, Qos};

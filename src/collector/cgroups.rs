@@ -1,0 +1,589 @@
+//! Which cgroup each task is in, without a /proc read per task.
+//!
+//! The task sampler hands every task's cgroup v2 id (`dfl_cgrp->kn->id`).
+//! On 64-bit kernels that id is the inode number of the cgroup's directory
+//! in the v2 hierarchy, so one walk of that hierarchy (wherever it is
+//! mounted: `/sys/fs/cgroup` on v2-only hosts, `/sys/fs/cgroup/unified` on
+//! hybrid ones) maps every id to its path. The map is kept and walked again
+//! only when an id it does not know shows up.
+//!
+//! `/proc/PID/cgroup` is read once per **process** (cached by PID and start
+//! time, never per thread or per sample) only where the id says nothing:
+//! hosts without a v2 hierarchy (v1 only), tasks in the v2 root of a hybrid
+//! host (where the runtime may have used v1 alone), ids the walk cannot see,
+//! and the /proc path (`--no-bpf`, `--sysroot`), where there is no id.
+//! Kernel threads are in the root cgroup of every hierarchy: never read.
+//!
+//! Each sample carries the table of the cgroups its tasks use
+//! ([`RawCgroup`]), with the CPUs their cpuset allows: one small read per
+//! cgroup per sample, so a changed cpuset shows at once.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+
+use crate::cgroup::ProcCgroup;
+use crate::model::raw::{RawCgroup, RawTask, cgroup_key};
+use crate::sysroot::Sysroot;
+
+/// Bounds of one hierarchy walk: a crafted or enormous tree costs at most
+/// this many directories (a Kubernetes node has a few thousand).
+const MAX_WALK_DIRS: usize = 100_000;
+const MAX_WALK_DEPTH: usize = 64;
+/// Samples before an id the walk did not find is looked for again.
+const RETRY_MISSING: u64 = 30;
+
+/// Where the hierarchies are mounted (absolute, under the sysroot).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mounts {
+    /// The cgroup2 mount, and the path of its root within the hierarchy
+    /// ("/" unless nettop's mount namespace sees a sub-tree).
+    pub v2: Option<(String, String)>,
+    /// The v1 cpuset hierarchy's mount point.
+    pub v1_cpuset: Option<String>,
+    /// Any v1 hierarchy is mounted (v1-only or hybrid).
+    pub v1: bool,
+}
+
+/// Octal escapes in mountinfo paths (`\040` for a space).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && let Some(Ok(oct)) = b.get(i + 1..i + 4).map(std::str::from_utf8)
+            && let Ok(v) = u8::from_str_radix(oct, 8)
+        {
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Mounts {
+    /// Parses `/proc/self/mountinfo`.
+    pub fn parse_mountinfo(text: &str) -> Mounts {
+        let mut m = Mounts::default();
+        for l in text.lines() {
+            let Some((left, right)) = l.split_once(" - ") else {
+                continue;
+            };
+            let f: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            let (Some(root), Some(point), Some(fstype)) = (f.get(3), f.get(4), r.first()) else {
+                continue;
+            };
+            match *fstype {
+                "cgroup2" if m.v2.is_none() => m.v2 = Some((unescape(point), unescape(root))),
+                "cgroup" => {
+                    m.v1 = true;
+                    let opts = r.get(2).copied().unwrap_or("");
+                    if m.v1_cpuset.is_none() && opts.split(',').any(|o| o == "cpuset") {
+                        m.v1_cpuset = Some(unescape(point));
+                    }
+                }
+                _ => {}
+            }
+        }
+        m
+    }
+
+    /// Reads the mount table under `root`; a tree without one (a fixture)
+    /// is probed at the usual places.
+    pub fn detect(root: &Sysroot) -> Mounts {
+        if let Ok(t) = root.read("/proc/self/mountinfo") {
+            return Mounts::parse_mountinfo(&t);
+        }
+        let has = |p: &str| root.path(p).exists();
+        let mut m = Mounts::default();
+        if has("/sys/fs/cgroup/unified/cgroup.controllers") {
+            m.v2 = Some(("/sys/fs/cgroup/unified".into(), "/".into()));
+        } else if has("/sys/fs/cgroup/cgroup.controllers")
+            || has("/sys/fs/cgroup/cpuset.cpus.effective")
+        {
+            m.v2 = Some(("/sys/fs/cgroup".into(), "/".into()));
+        }
+        if has("/sys/fs/cgroup/cpuset/cpuset.cpus") {
+            m.v1 = true;
+            m.v1_cpuset = Some("/sys/fs/cgroup/cpuset".into());
+        }
+        m
+    }
+}
+
+/// Walks the v2 hierarchy below `mount`: directory inode (= cgroup id) →
+/// path in the hierarchy.
+pub fn walk_v2(root: &Sysroot, mount: &str, mount_root: &str) -> HashMap<u64, String> {
+    let mut out = HashMap::new();
+    let base = root.path(mount);
+    let prefix = mount_root.trim_end_matches('/');
+    let mut stack: Vec<(std::path::PathBuf, String, usize)> = vec![(base, String::new(), 0)];
+    while let Some((dir, rel, depth)) = stack.pop() {
+        let Ok(md) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        let path = format!("{prefix}{rel}");
+        out.insert(md.ino(), if path.is_empty() { "/".into() } else { path });
+        if depth >= MAX_WALK_DEPTH || out.len() >= MAX_WALK_DIRS {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir())
+                && let Some(name) = e.file_name().to_str()
+            {
+                stack.push((e.path(), format!("{rel}/{name}"), depth + 1));
+            }
+        }
+    }
+    out
+}
+
+/// A cgroup the resolver knows.
+#[derive(Debug, Clone)]
+struct Known {
+    path: String,
+    v1: bool,
+    /// The file holding its allowed CPUs (absolute, under the sysroot),
+    /// once found; `Some("")` when there is none to read.
+    cpus_file: Option<String>,
+}
+
+/// The process fallback: what `/proc/PID/cgroup` said, per process.
+#[derive(Debug, Clone)]
+struct ProcEntry {
+    key: u64,
+    seen: u64,
+}
+
+pub struct CgroupResolver {
+    root: Sysroot,
+    mounts: Mounts,
+    /// The v2 hierarchy has the cpuset controller (its root lists it).
+    v2_cpuset: bool,
+    /// Kernel id or path key → cgroup.
+    known: HashMap<u64, Known>,
+    /// Ids the last walk did not find, with the sample they were missed at.
+    missing: HashMap<u64, u64>,
+    /// (PID, start ticks) → key, for processes read through /proc.
+    procs: HashMap<(u32, u64), ProcEntry>,
+    /// The v2 root's id (its directory inode), when a v2 mount exists.
+    v2_root_id: Option<u64>,
+    samples: u64,
+    /// Hierarchy walks so far (tests check that known ids cost none).
+    pub walks: u64,
+    /// /proc/PID/cgroup reads so far.
+    pub proc_reads: u64,
+}
+
+impl CgroupResolver {
+    pub fn new(root: &Sysroot) -> Self {
+        let mounts = Mounts::detect(root);
+        let v2_cpuset = mounts.v2.as_ref().is_some_and(|(m, _)| {
+            root.path(format!("{m}/cpuset.cpus.effective")).exists()
+                || root
+                    .read_opt(format!("{m}/cgroup.controllers"))
+                    .is_some_and(|c| c.split_whitespace().any(|x| x == "cpuset"))
+        });
+        let v2_root_id = mounts
+            .v2
+            .as_ref()
+            .and_then(|(m, _)| std::fs::metadata(root.path(m)).ok())
+            .map(|md| md.ino());
+        Self {
+            root: root.clone(),
+            mounts,
+            v2_cpuset,
+            known: HashMap::new(),
+            missing: HashMap::new(),
+            procs: HashMap::new(),
+            v2_root_id,
+            samples: 0,
+            walks: 0,
+            proc_reads: 0,
+        }
+    }
+
+    pub fn mounts(&self) -> &Mounts {
+        &self.mounts
+    }
+
+    fn rescan(&mut self) {
+        let Some((m, r)) = &self.mounts.v2 else {
+            return;
+        };
+        self.walks += 1;
+        let map = walk_v2(&self.root, m, r);
+        // Keep what was learnt about cpusets for cgroups that still exist.
+        let mut known: HashMap<u64, Known> = map
+            .into_iter()
+            .map(|(id, path)| {
+                let cpus_file = self
+                    .known
+                    .get(&id)
+                    .filter(|k| !k.v1 && k.path == path)
+                    .and_then(|k| k.cpus_file.clone());
+                (
+                    id,
+                    Known {
+                        path,
+                        v1: false,
+                        cpus_file,
+                    },
+                )
+            })
+            .collect();
+        known.extend(self.known.drain().filter(|(_, k)| k.v1));
+        self.known = known;
+    }
+
+    /// The process's cgroup from `/proc/PID/cgroup`, once per process.
+    fn read_proc(&mut self, p: &RawTask) -> Option<u64> {
+        let pk = (p.tgid, p.start_ticks);
+        if let Some(e) = self.procs.get_mut(&pk) {
+            e.seen = self.samples;
+            return Some(e.key);
+        }
+        self.proc_reads += 1;
+        let text = self.root.read_opt(format!("/proc/{}/cgroup", p.tgid))?;
+        let pc = ProcCgroup::parse(&text);
+        // The v2 path, unless it is the root of a hybrid host and a v1
+        // hierarchy names more (a runtime that used v1 alone).
+        let v1_path = pc.v1_path().filter(|p| *p != "/");
+        let (v1, path) = match (&pc.v2, v1_path) {
+            (Some(v2), Some(v1p)) if v2 == "/" => (true, v1p.to_string()),
+            (Some(v2), _) => (false, v2.clone()),
+            (None, Some(v1p)) => (true, v1p.to_string()),
+            (None, None) => (true, pc.v1_path()?.to_string()),
+        };
+        let key = cgroup_key(v1, &path);
+        let cpus_file = self.v1_cpus_file(&pc);
+        let k = self.known.entry(key).or_insert_with(|| Known {
+            path,
+            v1,
+            cpus_file: None,
+        });
+        if k.cpus_file.is_none() && (v1 || !self.v2_cpuset) {
+            k.cpus_file = Some(cpus_file.unwrap_or_default());
+        }
+        self.procs.insert(
+            pk,
+            ProcEntry {
+                key,
+                seen: self.samples,
+            },
+        );
+        Some(key)
+    }
+
+    /// The v1 cpuset file of a process's cpuset cgroup.
+    fn v1_cpus_file(&self, pc: &ProcCgroup) -> Option<String> {
+        let mount = self.mounts.v1_cpuset.as_ref()?;
+        let p = pc.v1_cpuset()?.trim_end_matches('/');
+        ["cpuset.effective_cpus", "cpuset.cpus"]
+            .iter()
+            .map(|f| format!("{mount}{p}/{f}"))
+            .find(|f| self.root.path(f).exists())
+    }
+
+    /// The v2 `cpuset.cpus.effective` of `path` or its nearest ancestor
+    /// that has one (the file exists only where the controller is on).
+    fn v2_cpus_file(&self, path: &str) -> Option<String> {
+        let (m, r) = self.mounts.v2.as_ref()?;
+        let rel = path
+            .strip_prefix(r.trim_end_matches('/'))
+            .unwrap_or(path)
+            .trim_end_matches('/');
+        let mut cur = rel.to_string();
+        loop {
+            let f = format!("{m}{cur}/cpuset.cpus.effective");
+            if self.root.path(&f).exists() {
+                return Some(f);
+            }
+            let i = cur.rfind('/')?;
+            cur.truncate(i);
+        }
+    }
+
+    /// Gives every task and process a key into the returned table, and the
+    /// table (only the cgroups in use, sorted by key). `from_kernel`: the
+    /// rows carry the sampler's v2 ids; otherwise they come from /proc and
+    /// carry none.
+    pub fn resolve(
+        &mut self,
+        tasks: &mut [RawTask],
+        procs: &mut [RawTask],
+        from_kernel: bool,
+    ) -> Vec<RawCgroup> {
+        self.samples += 1;
+        let by_kernel_id = from_kernel && self.mounts.v2.is_some();
+        if by_kernel_id {
+            let wanted: HashSet<u64> = procs
+                .iter()
+                .chain(tasks.iter())
+                .map(|t| t.cgroup_id)
+                .filter(|&id| id != 0)
+                .collect();
+            let now = self.samples;
+            self.missing
+                .retain(|_, at| now.saturating_sub(*at) < RETRY_MISSING);
+            if wanted
+                .iter()
+                .any(|id| !self.known.contains_key(id) && !self.missing.contains_key(id))
+            {
+                self.rescan();
+                for id in &wanted {
+                    if !self.known.contains_key(id) {
+                        self.missing.entry(*id).or_insert(now);
+                    }
+                }
+            }
+        }
+        // Processes: the kernel's id when it names a cgroup, else /proc.
+        let hybrid = self.mounts.v1;
+        let mut by_tgid: HashMap<u32, u64> = HashMap::new();
+        for p in procs.iter_mut() {
+            let kernel_ok = by_kernel_id
+                && self.known.contains_key(&p.cgroup_id)
+                && !(hybrid && Some(p.cgroup_id) == self.v2_root_id);
+            if !kernel_ok {
+                let key = if p.kthread { None } else { self.read_proc(p) };
+                p.cgroup_id = match key {
+                    Some(k) => k,
+                    None if by_kernel_id && self.known.contains_key(&p.cgroup_id) => p.cgroup_id,
+                    None => 0,
+                };
+            }
+            by_tgid.insert(p.tgid, p.cgroup_id);
+        }
+        // Threads: their own v2 id when it is known and not the hybrid
+        // root (threaded cgroups), else their process's.
+        for t in tasks.iter_mut() {
+            let own = by_kernel_id
+                && self.known.contains_key(&t.cgroup_id)
+                && !(hybrid && Some(t.cgroup_id) == self.v2_root_id);
+            if !own {
+                t.cgroup_id = by_tgid.get(&t.tgid).copied().unwrap_or(0);
+            }
+        }
+        // Forget processes that are gone.
+        let now = self.samples;
+        self.procs.retain(|_, e| e.seen == now);
+
+        let used: HashSet<u64> = procs
+            .iter()
+            .chain(tasks.iter())
+            .map(|t| t.cgroup_id)
+            .filter(|&id| id != 0)
+            .collect();
+        let mut out: Vec<RawCgroup> = Vec::with_capacity(used.len());
+        for id in used {
+            let Some(k) = self.known.get(&id).cloned() else {
+                continue;
+            };
+            let file = match k.cpus_file {
+                Some(f) => f,
+                None => {
+                    let f = if !k.v1 && self.v2_cpuset {
+                        self.v2_cpus_file(&k.path)
+                    } else {
+                        // A v2 cgroup on a hybrid host: its cpuset is in v1,
+                        // found through one of its processes.
+                        procs
+                            .iter()
+                            .find(|p| p.cgroup_id == id && !p.kthread)
+                            .and_then(|p| self.root.read_opt(format!("/proc/{}/cgroup", p.tgid)))
+                            .and_then(|t| self.v1_cpus_file(&ProcCgroup::parse(&t)))
+                    };
+                    let f = f.unwrap_or_default();
+                    if let Some(e) = self.known.get_mut(&id) {
+                        e.cpus_file = Some(f.clone());
+                    }
+                    f
+                }
+            };
+            let cpus = if file.is_empty() {
+                String::new()
+            } else {
+                self.root.read_opt(&file).unwrap_or_default()
+            };
+            out.push(RawCgroup {
+                id,
+                path: k.path,
+                v1: k.v1,
+                cpus,
+            });
+        }
+        out.sort_by_key(|c| c.id);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_v2_only_hybrid_and_v1_only() {
+        let hybrid = "\
+30 25 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate
+34 30 0:30 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct
+35 30 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset
+";
+        let m = Mounts::parse_mountinfo(hybrid);
+        assert_eq!(
+            m.v2,
+            Some(("/sys/fs/cgroup/unified".to_string(), "/".to_string()))
+        );
+        assert_eq!(m.v1_cpuset.as_deref(), Some("/sys/fs/cgroup/cpuset"));
+        assert!(m.v1);
+        let v2 = "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n";
+        let m = Mounts::parse_mountinfo(v2);
+        assert_eq!(m.v2.as_ref().map(|x| x.0.as_str()), Some("/sys/fs/cgroup"));
+        assert!(!m.v1 && m.v1_cpuset.is_none());
+        let v1 = "35 30 0:31 / /sys/fs/cgroup/cpu\\040set rw - cgroup cgroup rw,cpuset\n";
+        let m = Mounts::parse_mountinfo(v1);
+        assert_eq!(m.v2, None);
+        assert_eq!(m.v1_cpuset.as_deref(), Some("/sys/fs/cgroup/cpu set"));
+    }
+
+    fn task(tgid: u32, cg: u64) -> RawTask {
+        RawTask {
+            tgid,
+            tid: tgid,
+            start_ticks: 7,
+            cgroup_id: cg,
+            ..Default::default()
+        }
+    }
+
+    /// The sampler's ids: one walk for ids never seen, none for known
+    /// ones, one /proc read per process for the hybrid root, and a
+    /// vanished id not walked for again at every sample.
+    #[test]
+    fn kernel_ids_cost_one_walk_and_the_hybrid_root_one_read_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let w = |rel: &str, text: &str| {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "proc/self/mountinfo",
+            "31 30 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
+             35 30 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n",
+        );
+        w("sys/fs/cgroup/unified/a/b/cgroup.procs", "");
+        w("sys/fs/cgroup/cpuset/web/cpuset.effective_cpus", "2-3\n");
+        w(
+            "proc/30/cgroup",
+            "3:cpuset:/web\n1:name=systemd:/web\n0::/\n",
+        );
+        w("proc/10/cgroup", "3:cpuset:/web\n0::/a/b\n");
+        let ino = |rel: &str| std::fs::metadata(r.join(rel)).unwrap().ino();
+        let (root_id, b_id) = (
+            ino("sys/fs/cgroup/unified"),
+            ino("sys/fs/cgroup/unified/a/b"),
+        );
+        let mut res = CgroupResolver::new(&Sysroot::new(r));
+        let mut procs = vec![task(10, b_id), task(30, root_id)];
+        let mut threads = vec![
+            RawTask {
+                tid: 11,
+                ..task(10, b_id)
+            },
+            RawTask {
+                tid: 31,
+                ..task(30, root_id)
+            },
+        ];
+        let t = res.resolve(&mut threads, &mut procs, true);
+        assert_eq!(res.walks, 1);
+        assert_eq!(res.proc_reads, 1, "only the process in the hybrid root");
+        let path_of = |id: u64| t.iter().find(|c| c.id == id).map(|c| c.path.as_str());
+        assert_eq!(path_of(b_id), Some("/a/b"));
+        // The hybrid root says nothing; v1 does.
+        assert_eq!(procs[1].cgroup_id, cgroup_key(true, "/web"));
+        assert_eq!(threads[1].cgroup_id, procs[1].cgroup_id);
+        assert_eq!(threads[0].cgroup_id, b_id);
+        let web = t.iter().find(|c| c.path == "/web").unwrap();
+        assert!(web.v1);
+        assert_eq!(web.cpus, "2-3");
+
+        // Same ids again: no walk, no read.
+        let mut procs = vec![task(10, b_id), task(30, root_id)];
+        res.resolve(&mut [], &mut procs, true);
+        assert_eq!((res.walks, res.proc_reads), (1, 1));
+        // A new cgroup: one walk finds it.
+        w("sys/fs/cgroup/unified/c/cgroup.procs", "");
+        let c_id = ino("sys/fs/cgroup/unified/c");
+        w("proc/40/cgroup", "0::/c\n");
+        let mut procs = vec![task(10, b_id), task(40, c_id)];
+        let t = res.resolve(&mut [], &mut procs, true);
+        assert_eq!(res.walks, 2);
+        assert!(t.iter().any(|c| c.id == c_id && c.path == "/c"));
+        // An id no walk finds (a cgroup gone already): one walk, then it
+        // waits; the process is named from /proc meanwhile.
+        let mut procs = vec![task(40, 999_999_999)];
+        let t = res.resolve(&mut [], &mut procs, true);
+        assert_eq!(res.walks, 3);
+        assert_eq!(t[0].path, "/c");
+        let mut procs = vec![task(40, 999_999_999)];
+        res.resolve(&mut [], &mut procs, true);
+        assert_eq!(res.walks, 3, "a missing id is not walked for every sample");
+    }
+
+    /// The premise of the whole design: the sampler's id is the
+    /// directory's inode number, and the kernel's own file handle for a
+    /// cgroup directory (`name_to_handle_at`, 8 bytes: the kernfs id)
+    /// says the same.
+    #[test]
+    fn cgroup_id_is_the_directory_inode() {
+        let m = Mounts::detect(&Sysroot::default());
+        let Some((mount, _)) = m.v2 else {
+            eprintln!("SKIPPED: no cgroup2 mount here");
+            return;
+        };
+        // A child cgroup if there is one: the root's id is 1 everywhere.
+        let path = std::fs::read_dir(&mount)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map_or(std::path::PathBuf::from(&mount), |e| e.path());
+        let dir = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        #[repr(C)]
+        struct Handle {
+            bytes: u32,
+            kind: i32,
+            id: [u8; 8],
+        }
+        let mut h = Handle {
+            bytes: 8,
+            kind: 0,
+            id: [0; 8],
+        };
+        let mut mnt = 0;
+        // SAFETY: valid NUL-terminated path; `h` is a file_handle with room
+        // for the 8 bytes announced in `bytes`.
+        let rc = unsafe {
+            libc::name_to_handle_at(
+                libc::AT_FDCWD,
+                dir.as_ptr(),
+                (&mut h as *mut Handle).cast(),
+                &mut mnt,
+                0,
+            )
+        };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        let ino = std::fs::metadata(&path).unwrap().ino();
+        assert_eq!(u64::from_ne_bytes(h.id), ino, "{}", path.display());
+    }
+}

@@ -1,0 +1,137 @@
+//! `nettop_cgroup_*`: the model's per-cgroup roll-up as metrics.
+//!
+//! PIDs come and go and per-PID series churn; a pod or a service keeps its
+//! name. These are gauges over the last interval (fractions of one CPU,
+//! the model's percentages / 100), not counters: a cgroup's processes
+//! change, so a sum of their cumulative counters would go backwards.
+//!
+//! Cardinality is bounded: the `top` cgroups with the most STOLEN% get
+//! their own series, and everything else is summed into one
+//! `cgroup="other"` series, so a host with thousands of pods exports at
+//! most `top + 1` series per family.
+
+use super::openmetrics::{Family, Kind};
+use crate::model::cgroups::{CgroupView, top_n};
+use crate::model::compute;
+use crate::model::raw::{HostInfo, RawSample};
+
+/// The ratio families: name, help, value.
+type Ratio = (&'static str, &'static str, fn(&CgroupView) -> f64);
+
+const RATIOS: [Ratio; 8] = [
+    (
+        "nettop_cgroup_top_cpu_ratio",
+        "CPU as top sees it, summed over the cgroup's processes (1 = one CPU), last interval",
+        |c| c.top_pct,
+    ),
+    (
+        "nettop_cgroup_on_cpu_ratio",
+        "Scheduler on-CPU time of the cgroup's processes (1 = one CPU), last interval",
+        |c| c.on_cpu_pct,
+    ),
+    (
+        "nettop_cgroup_stolen_cpu_ratio",
+        "Interrupt work run in the cgroup's tasks' context for others (1 = one CPU), last interval",
+        |c| c.stolen_pct,
+    ),
+    (
+        "nettop_cgroup_net_rx_stolen_cpu_ratio",
+        "Of the stolen time: NET_RX softirq (1 = one CPU), last interval",
+        |c| c.net_rx_stolen_pct,
+    ),
+    (
+        "nettop_cgroup_hidden_cpu_ratio",
+        "Estimated untraced cost of the cgroup's interruptions (calibrated; 1 = one CPU), last interval",
+        |c| c.hidden_pct,
+    ),
+    (
+        "nettop_cgroup_inline_cpu_ratio",
+        "Softirq the cgroup's tasks raised and ran themselves (1 = one CPU), last interval",
+        |c| c.inline_pct,
+    ),
+    (
+        "nettop_cgroup_true_cpu_ratio",
+        "CPU the cgroup's tasks really got for their own work (1 = one CPU), last interval",
+        |c| c.true_pct,
+    ),
+    (
+        "nettop_cgroup_rx_on_allowed_cpus_ratio",
+        "Receive (NET_RX) work on the CPUs the cgroup's cpuset allows (1 = one CPU), last interval",
+        |c| c.rx_on_cpus_pct,
+    ),
+];
+
+fn labels(c: &CgroupView) -> Vec<(&'static str, String)> {
+    vec![
+        ("cgroup", c.path.clone()),
+        ("pod_uid", c.identity.pod_uid.clone().unwrap_or_default()),
+        (
+            "container_id",
+            c.identity.container_id.clone().unwrap_or_default(),
+        ),
+    ]
+}
+
+/// The cgroup families of the interval `prev` → `cur` (none without a
+/// previous sample or without cgroups), at most `top` + 1 series each.
+pub fn families(
+    host: &HostInfo,
+    prev: Option<&RawSample>,
+    cur: &RawSample,
+    top: usize,
+) -> Vec<Family> {
+    let Some(prev) = prev else {
+        return Vec::new();
+    };
+    if cur.cgroups.is_empty() {
+        return Vec::new();
+    }
+    let frame = compute(host, prev, cur);
+    let (head, other) = top_n(&frame.cgroups, top);
+    let rows: Vec<&CgroupView> = head.iter().chain(other.as_ref()).collect();
+
+    let mut count = Family::new(
+        "nettop_cgroups",
+        Kind::Gauge,
+        None,
+        "cgroups with tasks in the sample (those beyond --top-cgroups are summed into cgroup=\"other\")",
+    );
+    count.push(vec![], frame.cgroups.len() as f64);
+    let mut info = Family::new(
+        "nettop_cgroup",
+        Kind::Info,
+        None,
+        "What the cgroup path names: Kubernetes QoS class, runtime, systemd unit, allowed CPUs",
+    );
+    let mut procs = Family::new(
+        "nettop_cgroup_processes",
+        Kind::Gauge,
+        None,
+        "Processes in the cgroup",
+    );
+    let mut out = Vec::with_capacity(RATIOS.len() + 3);
+    for c in &rows {
+        let mut l = labels(c);
+        let id = &c.identity;
+        l.extend([
+            (
+                "qos",
+                id.qos.map(|q| q.as_str().to_string()).unwrap_or_default(),
+            ),
+            ("runtime", id.runtime.clone().unwrap_or_default()),
+            ("unit", id.unit.clone().unwrap_or_default()),
+            ("cpus", c.cpus.clone()),
+        ]);
+        info.push(l, 1.0);
+        procs.push(labels(c), f64::from(c.processes));
+    }
+    out.extend([count, info, procs]);
+    for (name, help, get) in RATIOS {
+        let mut f = Family::new(name, Kind::Gauge, Some("ratio"), help);
+        for c in &rows {
+            f.push(labels(c), get(c) / 100.0);
+        }
+        out.push(f);
+    }
+    out
+}

@@ -1,0 +1,222 @@
+//! The Processes view grouped by cgroup (`c`): one line per pod, container
+//! or service, ordered by STOLEN% (`R` reverses), expandable to its
+//! processes (Enter, → / ←). Each line shows the CPUs its cpuset allows and
+//! how much receive work lands on them. Rows come from the model's
+//! roll-up (`Frame::cgroups`); this file orders and draws them.
+
+use std::collections::HashSet;
+
+use ratatui::Frame as TermFrame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::{Cell, Row, Table};
+
+use super::app::App;
+use super::style::{Sty, fit};
+use super::views::View;
+use crate::model::frame::Frame;
+use crate::output::format::fmt_pct;
+
+/// One line of the grouped view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgRow {
+    /// Index into `Frame::cgroups`.
+    Group(usize),
+    /// Index into `Frame::processes` (under an expanded group).
+    Task(usize),
+}
+
+/// Lines in display order: groups by STOLEN% (most first when
+/// `descending`), each expanded one followed by its processes (most
+/// stolen-from first). A filter keeps groups whose name or path contains it.
+pub fn build_rows(
+    frame: Option<&Frame>,
+    expanded: &HashSet<u64>,
+    descending: bool,
+    filter: &str,
+) -> Vec<CgRow> {
+    let Some(f) = frame else {
+        return Vec::new();
+    };
+    let mut groups: Vec<usize> = (0..f.cgroups.len())
+        .filter(|&i| {
+            let c = &f.cgroups[i];
+            filter.is_empty() || c.name.contains(filter) || c.path.contains(filter)
+        })
+        .collect();
+    // The model's order is most stolen first; ties keep it.
+    if !descending {
+        groups.reverse();
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for g in groups {
+        out.push(CgRow::Group(g));
+        let id = f.cgroups[g].id;
+        if expanded.contains(&id) {
+            let mut tasks: Vec<usize> = (0..f.processes.len())
+                .filter(|&i| f.processes[i].cgroup_id == id)
+                .collect();
+            tasks.sort_by(|&a, &b| {
+                let (a, b) = (&f.processes[a], &f.processes[b]);
+                b.stolen_pct
+                    .total_cmp(&a.stolen_pct)
+                    .then(a.pid.cmp(&b.pid))
+            });
+            out.extend(tasks.into_iter().map(CgRow::Task));
+        }
+    }
+    out
+}
+
+/// The cgroup id of `row` (a task row: its group's).
+pub fn group_id(frame: Option<&Frame>, row: CgRow) -> Option<u64> {
+    let f = frame?;
+    match row {
+        CgRow::Group(i) => f.cgroups.get(i).map(|c| c.id),
+        CgRow::Task(i) => f.processes.get(i).map(|t| t.cgroup_id),
+    }
+}
+
+pub fn header_text(app: &App) -> String {
+    format!(
+        "Containers (grouped by cgroup, c: back to processes) · sort STOLEN%{} │ Enter/→ ← expand/collapse · \
+         CPUS = what its cpuset allows, RX% = receive work on them, RX ON = allowed CPUs with ≥1% of it",
+        if app.sort.descending { "▼" } else { "▲" }
+    )
+}
+
+const COLS: [(&str, u16, bool); 11] = [
+    ("CGROUP", 40, false),
+    ("PROCS", 5, true),
+    ("TOP%", 6, true),
+    ("STOL%", 6, true),
+    ("NETRX%", 6, true),
+    ("HID~%", 5, true),
+    ("TRUE%", 6, true),
+    ("CPUS", 8, false),
+    ("RX%", 6, true),
+    ("RX ON", 7, false),
+    ("PATH", 20, false),
+];
+
+pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    let header = Row::new(
+        COLS.iter()
+            .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r)))
+            .collect::<Vec<_>>(),
+    )
+    .style(s.header());
+    let widths: Vec<Constraint> = COLS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == COLS.len() - 1 {
+                Constraint::Min(c.1)
+            } else {
+                Constraint::Length(c.1)
+            }
+        })
+        .collect();
+    let Some(frame) = &app.frame else {
+        f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
+        return;
+    };
+    let w = |i: usize| COLS[i].1 as usize;
+    let visible = area.height.saturating_sub(1) as usize;
+    let pos = app.pos[View::Processes.index()];
+    let rows: Vec<Row> = if frame.cgroups.is_empty() {
+        vec![Row::new(vec![Cell::from(Span::styled(
+            "no cgroup information in this frame (a recording made before nettop read cgroups)",
+            s.dim(),
+        ))])]
+    } else {
+        app.cg_rows
+            .iter()
+            .enumerate()
+            .skip(pos.offset)
+            .take(visible)
+            .map(|(i, r)| {
+                let cells = match *r {
+                    CgRow::Group(g) => {
+                        let c = &frame.cgroups[g];
+                        let mark = if app.expanded.contains(&c.id) {
+                            "▾ "
+                        } else {
+                            "▸ "
+                        };
+                        let stolen = if c.stolen_pct >= super::style::STOLEN_MARK_PCT {
+                            s.stolen()
+                        } else {
+                            ratatui::style::Style::new()
+                        };
+                        vec![
+                            Cell::from(fit(&format!("{mark}{}", c.name), w(0), false)),
+                            Cell::from(fit(&c.processes.to_string(), w(1), true)),
+                            Cell::from(fit(&fmt_pct(c.top_pct), w(2), true)),
+                            Cell::from(Span::styled(
+                                fit(&fmt_pct(c.stolen_pct), w(3), true),
+                                stolen,
+                            )),
+                            Cell::from(fit(&fmt_pct(c.net_rx_stolen_pct), w(4), true)),
+                            Cell::from(fit(&fmt_pct(c.hidden_pct), w(5), true)),
+                            Cell::from(fit(&fmt_pct(c.true_pct), w(6), true)),
+                            Cell::from(fit(
+                                if c.cpus.is_empty() { "all" } else { &c.cpus },
+                                w(7),
+                                false,
+                            )),
+                            Cell::from(fit(&fmt_pct(c.rx_on_cpus_pct), w(8), true)),
+                            Cell::from(Span::styled(
+                                fit(
+                                    if c.rx_cpus.is_empty() {
+                                        "-"
+                                    } else {
+                                        &c.rx_cpus
+                                    },
+                                    w(9),
+                                    false,
+                                ),
+                                if c.rx_cpus.is_empty() {
+                                    ratatui::style::Style::new()
+                                } else {
+                                    s.net_rx()
+                                },
+                            )),
+                            Cell::from(Span::styled(c.path.clone(), s.dim())),
+                        ]
+                    }
+                    CgRow::Task(t) => {
+                        let t = &frame.processes[t];
+                        vec![
+                            Cell::from(fit(&format!("   {} {}", t.pid, t.comm), w(0), false)),
+                            Cell::from(""),
+                            Cell::from(fit(&fmt_pct(t.top_pct), w(2), true)),
+                            Cell::from(fit(&fmt_pct(t.stolen_pct), w(3), true)),
+                            Cell::from(fit(
+                                &fmt_pct(t.softirq_stolen_pct[crate::model::raw::NET_RX]),
+                                w(4),
+                                true,
+                            )),
+                            Cell::from(fit(&fmt_pct(t.hidden_pct), w(5), true)),
+                            Cell::from(fit(&fmt_pct(t.true_pct), w(6), true)),
+                            Cell::from(fit(&t.affinity, w(7), false)),
+                            Cell::from(""),
+                            Cell::from(""),
+                            Cell::from(Span::styled(format!("cpu {}", t.last_cpu), s.dim())),
+                        ]
+                    }
+                };
+                let row = Row::new(cells);
+                if i == pos.selected {
+                    row.style(s.selected())
+                } else {
+                    row
+                }
+            })
+            .collect()
+    };
+    f.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1),
+        area,
+    );
+}
