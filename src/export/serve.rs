@@ -34,13 +34,11 @@ pub fn metric_options(cli: &Cli) -> Options {
 }
 
 /// [`metric_options`] for a live endpoint: with the device configuration
-/// as of start (a topology load walks every thread; counters are per
-/// sample, configuration rarely changes).
+/// as of start (counters are per sample, configuration rarely changes).
 pub fn live_metric_options(cli: &Cli) -> Options {
-    let mut o = crate::topology::LoadOptions::from_cli(cli);
-    o.sample = None;
+    let o = crate::topology::LoadOptions::from_cli(cli);
     Options {
-        topology: crate::topology::load(&o).ok().map(Arc::new),
+        topology: crate::topology::load_devices(&o).ok().map(Arc::new),
         ..metric_options(cli)
     }
 }

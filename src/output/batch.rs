@@ -91,13 +91,14 @@ impl<W: Write> Sink<W> {
     }
 }
 
-/// How often batch mode re-reads device configuration (a topology load
-/// walks every thread; the TUI re-reads it as often).
+/// How often batch mode re-reads device configuration (the TUI re-reads
+/// its topology as often).
 const CONFIG_REFRESH: Duration = Duration::from_secs(15);
 
-/// Device configuration for live frames: the topology, loaded at start and
-/// every [`CONFIG_REFRESH`]. A topology that cannot be loaded leaves
-/// frames without `config` (the device counters are still right).
+/// Device configuration for live frames: `topology::load_devices` (no
+/// hwloc, no thread walk) at start and every [`CONFIG_REFRESH`]. A failed
+/// load leaves frames without `config` (the device counters are still
+/// right).
 struct DeviceConfigSource {
     opts: crate::topology::LoadOptions,
     topo: Option<crate::topology::HostTopology>,
@@ -106,9 +107,7 @@ struct DeviceConfigSource {
 
 impl DeviceConfigSource {
     fn new(cli: &Cli) -> Self {
-        let mut opts = crate::topology::LoadOptions::from_cli(cli);
-        // No CPU sampling: the lint's "busy" is not needed here.
-        opts.sample = None;
+        let opts = crate::topology::LoadOptions::from_cli(cli);
         Self {
             opts,
             topo: None,
@@ -119,7 +118,7 @@ impl DeviceConfigSource {
     fn attach(&mut self, frame: &mut Frame) {
         if self.at.is_none_or(|t| t.elapsed() >= CONFIG_REFRESH) {
             self.at = Some(std::time::Instant::now());
-            self.topo = crate::topology::load(&self.opts).ok();
+            self.topo = crate::topology::load_devices(&self.opts).ok();
         }
         if let Some(t) = &self.topo {
             crate::model::devconf::attach(frame, t);

@@ -476,6 +476,37 @@ impl HostTopology {
     }
 }
 
+/// Only what device configuration needs (`model::devconf`): IRQs, NICs of
+/// every namespace with their queues, XDP, RSS and flow rules. No hwloc,
+/// no thread walk: batch and `--serve` join this to every frame's devices,
+/// and a host with 40,000 threads must not pay a thread list for it. NIC
+/// locality comes from sysfs only.
+pub fn load_devices(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
+    let root = &opts.sysroot;
+    let mut topo = HostTopology {
+        source: if root.is_live() {
+            "live".to_string()
+        } else {
+            format!("sysroot {}", root.root().display())
+        },
+        ..Default::default()
+    };
+    let none = hw::NicLocality::new();
+    topo.irqs = sys::load_irqs(root, &mut topo.notes)?;
+    topo.nics = sys::load_nics(
+        root,
+        &mut topo.irqs,
+        &none,
+        &sys::NicScope::OWN,
+        &mut topo.notes,
+    )?;
+    xdp::fill(root, &mut topo.nics, &mut topo.notes);
+    ethtool::fill(root, &mut topo.nics, &mut topo.notes);
+    load_other_namespaces(root, &none, &mut topo);
+    crate::sanitize::Untrusted::sanitize(&mut topo);
+    Ok(topo)
+}
+
 /// NICs of every other network namespace, appended to `topo.nics`; see
 /// [`netns`]. Never fails: a namespace that cannot be read becomes a note.
 fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTopology) {
