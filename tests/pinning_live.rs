@@ -211,8 +211,15 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
     );
 
     let r = check(&nsb);
+    // Only RPS is cleared: nettop also sees the host's namespace from
+    // here, and a host NIC's IRQ may really land on CPU 1 (NT002 is then a
+    // true finding about this CPU, not about the veth).
+    let rps_left: Vec<_> = findings_for(&r, victim)
+        .into_iter()
+        .filter(|f| f["rule"] == "NT003")
+        .collect();
     assert!(
-        findings_for(&r, victim).is_empty(),
+        rps_left.is_empty(),
         "clean RPS still reports pid {victim}: {r:#}"
     );
     let mentions_vb = r["findings"].as_array().unwrap().iter().any(|f| {
