@@ -211,13 +211,18 @@ fn udp_load(p: &mut NetnsPair, from: &str, to: &str, to_addr: &str, secs: u32) {
     .unwrap();
 }
 
-/// Median NET_RX ns per packet on CPU 0 over the frames, and the device's
-/// own figure (only a device with its own napi has one).
+/// NET_RX ns per packet on CPU 0, the least over the frames where the
+/// load dominated it (≥ 10,000 packets/s): the neighbours' work on this
+/// shared VM only ever adds to a frame's figure, so the least one is the
+/// closest to the load's own. Also the device's own figure (only a device
+/// with its own napi has one) and its peak packet rate.
 fn cost(fs: &[Value], ns: &str, dev: &str) -> (f64, Option<f64>, f64) {
     let mut cpu: Vec<f64> = fs
         .iter()
         .filter_map(|f| {
-            f["cpus"].as_array()?.iter().find(|c| c["cpu"] == 0)?["net_rx_ns_per_packet"].as_f64()
+            let c = f["cpus"].as_array()?.iter().find(|c| c["cpu"] == 0)?;
+            (c["packets_per_s"].as_f64()? >= 10_000.0).then_some(())?;
+            c["net_rx_ns_per_packet"].as_f64()
         })
         .collect();
     cpu.sort_by(f64::total_cmp);
@@ -243,7 +248,7 @@ fn cost(fs: &[Value], ns: &str, dev: &str) -> (f64, Option<f64>, f64) {
         })
         .fold(0.0, f64::max);
     assert!(!cpu.is_empty(), "no CPU 0 cost in {} frames", fs.len());
-    (cpu[cpu.len() / 2], devc.get(devc.len() / 2).copied(), pps)
+    (cpu[0], devc.first().copied(), pps)
 }
 
 #[test]
@@ -302,8 +307,8 @@ fn generic_and_native_xdp_differ_in_cost_per_packet_and_generic_is_flagged() {
         fs
     };
     let (ns_tx, ns_rx) = (p.ns_tx.clone(), p.ns_rx.clone());
-    // Alternated twice, so a burst of the neighbours' load on this shared
-    // machine lands in both modes' medians rather than in one.
+    // Alternated twice, so a quiet moment on this shared machine is likely
+    // in both modes' frames.
     let mut native_fs = Vec::new();
     let mut generic_fs = Vec::new();
     for _ in 0..2 {
@@ -318,7 +323,7 @@ fn generic_and_native_xdp_differ_in_cost_per_packet_and_generic_is_flagged() {
     let (native_cpu, native_dev, native_pps) = cost(&native_fs, &ns_rx, &vr);
     let (generic_cpu, generic_dev, generic_pps) = cost(&generic_fs, &ns_tx, &vt);
     report(&format!(
-        "\nnetns_live xdp: NET_RX ns/packet on CPU 0: native {native_cpu:.0} \
+        "\nnetns_live xdp: least NET_RX ns/packet on CPU 0: native {native_cpu:.0} \
          (device {native_dev:?}, {native_pps:.0} pkt/s), generic {generic_cpu:.0} \
          (device {generic_dev:?}, {generic_pps:.0} pkt/s)\n"
     ));
