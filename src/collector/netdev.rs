@@ -205,7 +205,17 @@ impl OtherNamespaces {
         if gone {
             self.read_at = None;
         }
-        if !failed.is_empty() {
+        let denied = failed
+            .iter()
+            .filter(|f| f.contains("not permitted"))
+            .count();
+        if denied > 0 && denied == failed.len() {
+            // Not root: one short line, not one per namespace.
+            out.note = Some(format!(
+                "device counters of {denied} other network namespace(s) not read: \
+                 entering them needs CAP_SYS_ADMIN"
+            ));
+        } else if !failed.is_empty() {
             out.note = Some(format!(
                 "device counters of network namespaces missing: {}",
                 failed.join("; ")

@@ -556,7 +556,16 @@ fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTo
             Err(e) => failed.push(format!("{name}: {e}")),
         }
     }
-    if !failed.is_empty() {
+    let denied = failed
+        .iter()
+        .filter(|f| f.contains("not permitted"))
+        .count();
+    if denied > 0 && denied == failed.len() {
+        topo.notes.push(format!(
+            "{denied} other network namespace(s) not read (their devices are not checked): \
+             entering them needs CAP_SYS_ADMIN"
+        ));
+    } else if !failed.is_empty() {
         topo.notes.push(format!(
             "network namespaces not read (their devices are not checked): {}",
             failed.join("; ")
