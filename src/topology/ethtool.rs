@@ -12,8 +12,9 @@
 //! `ETHTOOL_GRXFHINDIR`, `ETHTOOL_GRXCLSRLCNT`/`GRXCLSRLALL`/`GRXCLSRULE`.
 //! Flow rules exist only there (ethtool netlink has no ntuple message), and
 //! `ETHTOOL_GRXFHINDIR` returns the same table as netlink's `RSS_GET` for
-//! the default RSS context, the only one nettop judges; the `ethtool` crate
-//! of the rust-netlink family covers neither (no RSS, no rules). The socket
+//! the default RSS context, the only one nettop judges (Debian 12's own
+//! `ethtool -x` reads it with this ioctl too); the `ethtool` crate of the
+//! rust-netlink family covers neither (no RSS, no rules). The socket
 //! answers for the network namespace of the thread that opened it, so
 //! namespace helpers (`topology::netns`) get their devices' tables.
 //!
