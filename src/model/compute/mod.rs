@@ -1,0 +1,407 @@
+//! Two raw samples in, one [`Frame`] out. Pure and total: any input, including
+//! garbage from a corrupt recording, gives a frame of finite numbers; a zero
+//! interval or a zero denominator gives 0, a counter that went backwards gives
+//! a delta of 0.
+//!
+//! # How a task's CPU time is split
+//!
+//! BPF charges every interrupt to the task that was `current` when it ran:
+//! device hardirqs, x86 system vectors, and softirqs by context (stolen:
+//! raised by an interrupt and run in whoever was interrupted; inline: raised
+//! by the task itself and run at its own `local_bh_enable`; ksoftirqd).
+//! `stolen = hardirq + sysvec + stolen softirq` is work done for others on
+//! the task's time. What that means for the task's own figures depends on how
+//! the kernel accounts interrupt time ([`Regime`]):
+//!
+//! Each interruption also costs time no tracepoint sees (entry/exit code,
+//! APIC, VM exits): `hidden` = the task's interruptions by class × the cost
+//! calibrated for this host ([`super::hidden`]), an estimate.
+//!
+//! * **Tick-based** (`CONFIG_IRQ_TIME_ACCOUNTING` off) and **Unknown** (which
+//!   is computed the same way and says so): the scheduler's
+//!   `sum_exec_runtime` runs on across interrupts, so `on_cpu` *includes* the
+//!   stolen and the hidden time; the task really got
+//!   `true = max(0, on_cpu − stolen − hidden)`. Its own inline softirq is its
+//!   own work and stays in.
+//! * **IrqTimeAccounting**: irq time is measured at each transition and taken
+//!   out of `rq->clock_task`, so `on_cpu` already *excludes* all traced irq
+//!   time — including the task's own inline softirq, but not ksoftirqd's
+//!   softirq (ksoftirqd is exempt). Stolen time therefore vanished from top
+//!   instead of being charged, and `true = on_cpu + inline − hidden left in
+//!   runtime` gives the task back the network work it did for itself and
+//!   takes out the part of the hidden cost outside the kernel's irq clock
+//!   (the calibration measures that share).
+//!
+//! `top_pct` is always top's own figure, Δ(utime+stime) ticks, so the two can
+//! be compared side by side.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::cost::{self, CpuCost};
+use super::frame::{CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView};
+use super::hidden::{self, Calibration};
+use super::raw::{
+    CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NR_SOFTIRQS,
+    RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
+};
+
+/// Replaces NaN/inf (impossible by construction, but a frame must never
+/// carry one) with 0.
+fn fin(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+fn d(prev: u64, cur: u64) -> u64 {
+    cur.saturating_sub(prev)
+}
+
+/// Interval constants and unit conversions, all denominator-safe.
+struct Ctx<'a> {
+    dt_ns: u64,
+    clk_tck: u64,
+    regime: Regime,
+    source: Source,
+    cal: Option<&'a Calibration>,
+}
+
+impl Ctx<'_> {
+    fn pct_ns(&self, ns: f64) -> f64 {
+        if self.dt_ns == 0 {
+            0.0
+        } else {
+            fin(ns / self.dt_ns as f64 * 100.0)
+        }
+    }
+    fn rate(&self, n: f64) -> f64 {
+        if self.dt_ns == 0 {
+            0.0
+        } else {
+            fin(n * 1e9 / self.dt_ns as f64)
+        }
+    }
+    fn ticks_ns(&self, ticks: u64) -> f64 {
+        if self.clk_tck == 0 {
+            0.0
+        } else {
+            fin(ticks as f64 * 1e9 / self.clk_tck as f64)
+        }
+    }
+    /// Tick-based arithmetic for both TickBased and Unknown.
+    fn irq_in_runtime(&self) -> bool {
+        self.regime != Regime::IrqTimeAccounting
+    }
+    /// Calibrated untraced cost of the interruptions in `a` (0 without a
+    /// calibration or without BPF), and its part left in runtime, ns.
+    fn hidden(&self, a: &IrqAcct) -> (f64, f64) {
+        match self.cal {
+            Some(c) if self.source == Source::Bpf => (
+                fin(c.hidden_ns(a)),
+                fin(c.hidden_in_runtime_ns(a, self.regime)),
+            ),
+            _ => (0.0, 0.0),
+        }
+    }
+}
+
+/// Field-wise saturating difference; `None` reads as all-zero counters.
+fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
+    let zero = IrqAcct::default();
+    let p = prev.unwrap_or(&zero);
+    let Some(c) = cur else { return zero };
+    let mut out = IrqAcct {
+        hardirq_ns: d(p.hardirq_ns, c.hardirq_ns),
+        hardirq_count: d(p.hardirq_count, c.hardirq_count),
+        sysvec_ns: d(p.sysvec_ns, c.sysvec_ns),
+        sysvec_count: d(p.sysvec_count, c.sysvec_count),
+        timer_count: d(p.timer_count, c.timer_count),
+        ipi_count: d(p.ipi_count, c.ipi_count),
+        softirq_stolen_count: d(p.softirq_stolen_count, c.softirq_stolen_count),
+        ..Default::default()
+    };
+    for ctx in 0..SOFTIRQ_CTX {
+        for v in 0..NR_SOFTIRQS {
+            out.softirq_ns[ctx][v] = d(p.softirq_ns[ctx][v], c.softirq_ns[ctx][v]);
+        }
+    }
+    for v in 0..NR_SOFTIRQS {
+        out.softirq_count[v] = d(p.softirq_count[v], c.softirq_count[v]);
+    }
+    out
+}
+
+/// Traced interrupt time comparable with /proc/stat irq+softirq. Under
+/// IrqTimeAccounting the kernel leaves ksoftirqd's softirq time in
+/// ksoftirqd's own runtime, not in the per-CPU softirq column, so it is left
+/// out of the comparison there.
+fn traced_comparable_ns(a: &IrqAcct, regime: Regime) -> u64 {
+    let mut t = a
+        .hardirq_ns
+        .saturating_add(a.sysvec_ns)
+        .saturating_add(a.softirq_ctx_ns(CTX_STOLEN))
+        .saturating_add(a.softirq_ctx_ns(CTX_INLINE));
+    if regime != Regime::IrqTimeAccounting {
+        t = t.saturating_add(a.softirq_ctx_ns(CTX_KSOFTIRQD));
+    }
+    t
+}
+/// The one sentence every front end shows about the accounting regime.
+pub fn regime_note(regime: Regime) -> &'static str {
+    match regime {
+        Regime::TickBased => {
+            "Tick-based irq accounting (CONFIG_IRQ_TIME_ACCOUNTING off): interrupt work is charged to \
+             whichever task it interrupted, so TOP% includes time stolen from it; \
+             TRUE% = on-CPU - STOLEN% - HIDDEN~%."
+        }
+        Regime::IrqTimeAccounting => {
+            "Precise irq accounting (CONFIG_IRQ_TIME_ACCOUNTING=y): interrupt time is removed from every \
+             task but ksoftirqd, so stolen time vanishes from TOP% instead of inflating it; \
+             TRUE% = on-CPU + own inline softirq - the part of HIDDEN~% the kernel left in its runtime."
+        }
+        Regime::Unknown => {
+            "Kernel config unreadable, irq accounting regime unknown: computed as tick-based (TOP% may \
+             include interrupt work done for others); check /proc/config.gz or /boot/config-$(uname -r)."
+        }
+    }
+}
+mod cpu;
+mod net;
+mod task;
+
+use cpu::*;
+use net::*;
+use task::*;
+
+/// Computes one frame from two consecutive samples (see the module docs for
+/// the arithmetic). `prev` and `cur` may come from a recording; nothing is
+/// assumed about their contents beyond the types.
+pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
+    let ctx = Ctx {
+        dt_ns: d(prev.mono_ns, cur.mono_ns),
+        clk_tck: host.clk_tck,
+        regime: host.regime,
+        source: cur.source,
+        cal: host.calibration.as_ref(),
+    };
+
+    // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
+    let prev_tasks: HashMap<(u32, u64), &RawTask> = prev
+        .tasks
+        .iter()
+        .map(|t| ((t.tid, t.start_ticks), t))
+        .collect();
+
+    // Process totals (newer samples): keyed like threads, by their leader.
+    let prev_procs: HashMap<(u32, u64), &RawTask> = prev
+        .procs
+        .iter()
+        .map(|t| ((t.tid, t.start_ticks), t))
+        .collect();
+
+    // CPUs, with ksoftirqd/N's on-CPU time found through this sample's TID
+    // (a thread row, or in process mode its single-threaded process row).
+    let by_tid: HashMap<u32, &RawTask> = cur
+        .procs
+        .iter()
+        .chain(&cur.tasks)
+        .map(|t| (t.tid, t))
+        .collect();
+    let ksoftirqd_ns = |c: &RawCpu| -> u64 {
+        let Some(t) = c.ksoftirqd_tid.and_then(|tid| by_tid.get(&tid)) else {
+            return 0;
+        };
+        let key = (t.tid, t.start_ticks);
+        let p = prev_tasks
+            .get(&key)
+            .or_else(|| prev_procs.get(&key))
+            .map_or(0, |p| p.on_cpu_ns);
+        d(p, t.on_cpu_ns)
+    };
+    let prev_cpus: HashMap<u32, &RawCpu> = prev.cpus.iter().map(|c| (c.cpu, c)).collect();
+    let calcs: BTreeMap<u32, CpuCalc> = cur
+        .cpus
+        .iter()
+        .map(|c| {
+            (
+                c.cpu,
+                cpu_calc(&ctx, prev_cpus.get(&c.cpu).copied(), c, ksoftirqd_ns(c)),
+            )
+        })
+        .collect();
+
+    let cur_keys: HashSet<(u32, u64)> = cur.tasks.iter().map(|t| (t.tid, t.start_ticks)).collect();
+    let cur_proc_keys: HashSet<(u32, u64)> =
+        cur.procs.iter().map(|t| (t.tid, t.start_ticks)).collect();
+    let vanished = prev_tasks.keys().filter(|k| !cur_keys.contains(k)).count()
+        + prev_procs
+            .keys()
+            .filter(|k| !cur_proc_keys.contains(k))
+            .count();
+    // Thread rows need thread rows before them: after a switch from process
+    // to thread mode the first interval has no baseline, and showing whole
+    // lifetimes as one interval would be a wrong number.
+    let thread_rows: &[RawTask] = if prev.tasks.is_empty() && !prev.procs.is_empty() {
+        &[]
+    } else {
+        &cur.tasks
+    };
+    let deltas: Vec<TaskDelta> = thread_rows
+        .iter()
+        .map(|t| {
+            task_delta(
+                &ctx,
+                &calcs,
+                prev_tasks.get(&(t.tid, t.start_ticks)).copied(),
+                t,
+            )
+        })
+        .collect();
+
+    let mut threads: Vec<TaskView> = thread_rows
+        .iter()
+        .zip(&deltas)
+        .map(|(t, td)| {
+            let m = Meta {
+                pid: t.tgid,
+                tid: t.tid,
+                is_process: false,
+                leader: t,
+                nr_threads: 1,
+            };
+            task_view(&ctx, &m, td)
+        })
+        .collect();
+    threads.sort_by_key(|t| (t.pid, t.tid));
+
+    // Processes: the kernel's per-process totals when the sample has them
+    // (they include threads that exited, as /proc/PID/stat does), else the
+    // sums of their threads with identity from the leader.
+    let processes: Vec<TaskView> = if !cur.procs.is_empty() {
+        cur.procs
+            .iter()
+            .map(|p| {
+                let td = task_delta(
+                    &ctx,
+                    &calcs,
+                    prev_procs.get(&(p.tid, p.start_ticks)).copied(),
+                    p,
+                );
+                let m = Meta {
+                    pid: p.tgid,
+                    tid: p.tgid,
+                    is_process: true,
+                    leader: p,
+                    nr_threads: p.nr_threads.max(1),
+                };
+                task_view(&ctx, &m, &td)
+            })
+            .collect()
+    } else {
+        group_threads(&ctx, cur, &deltas)
+    };
+
+    let empty = CpuCalc::default();
+    let cpus: Vec<CpuView> = cur
+        .cpus
+        .iter()
+        .map(|c| cpu_view(&ctx, host, c.cpu, calcs.get(&c.cpu).unwrap_or(&empty)))
+        .collect();
+
+    let online: Vec<&CpuView> = cpus.iter().filter(|c| c.online).collect();
+    let n = online.len();
+    let avg = |f: fn(&CpuView) -> f64| {
+        if n == 0 {
+            0.0
+        } else {
+            fin(online.iter().map(|c| f(c)).sum::<f64>() / n as f64)
+        }
+    };
+    let total = |f: fn(&CpuView) -> f64| fin(cpus.iter().map(f).sum::<f64>());
+    let summary = Summary {
+        cpus_online: u32::try_from(n).unwrap_or(u32::MAX),
+        usr_pct: avg(|c| c.usr_pct),
+        sys_pct: avg(|c| c.sys_pct),
+        irq_pct: avg(|c| c.irq_pct),
+        soft_pct: avg(|c| c.soft_pct),
+        idle_pct: avg(|c| c.idle_pct),
+        steal_pct: avg(|c| c.steal_pct),
+        net_rx_per_s: total(|c| c.net_rx_per_s),
+        napi_polls_per_s: total(|c| c.napi_polls_per_s),
+        packets_per_s: total(|c| c.packets_per_s),
+        budget_exhausted_per_s: total(|c| c.budget_exhausted_per_s),
+        time_squeeze_per_s: total(|c| c.time_squeeze_per_s),
+        stolen_pct_total: fin(processes.iter().map(|p| p.stolen_pct).sum()),
+        hidden_pct_total: fin(processes.iter().map(|p| p.hidden_pct).sum()),
+        // Every thread, whether or not the sample has a row for each.
+        tasks: processes
+            .iter()
+            .fold(0u32, |n, p| n.saturating_add(p.nr_threads)),
+        processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
+        ..Default::default()
+    };
+
+    let costs: BTreeMap<u32, CpuCost> = if cur.source == Source::Bpf {
+        calcs.iter().map(|(c, k)| (*c, cpu_cost(k))).collect()
+    } else {
+        BTreeMap::new()
+    };
+    let napi = napi_views(&ctx, &prev.napi, &cur.napi, &costs);
+    let mut devices = device_views(&ctx, &prev.devices, &cur.devices);
+    let mut summary = summary;
+    cost::fill_devices(
+        &mut devices,
+        &napi,
+        &costs,
+        ctx.dt_ns as f64 / 1e9,
+        &mut summary,
+    );
+    summary.net_rx_ns_per_packet = summary.net_rx_ns_per_packet.map(fin);
+    summary.net_rx_pct_per_gbps = summary.net_rx_pct_per_gbps.map(fin);
+
+    let cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
+    let mut health = health_view(&ctx, prev, cur);
+    health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
+    health.notes = cur.notes.clone();
+
+    Frame {
+        seq: cur.seq,
+        unix_ms: cur.unix_ms,
+        interval_s: ctx.dt_ns as f64 / 1e9,
+        hostname: host.hostname.clone(),
+        regime: host.regime,
+        regime_note: regime_note(host.regime).to_string(),
+        hidden_note: match cur.source {
+            Source::Bpf => hidden::note(
+                host.calibration.as_ref(),
+                &host.calibration_missing,
+                cur.unix_ms,
+            ),
+            Source::ProcOnly => String::new(),
+        },
+        source: cur.source,
+        summary,
+        cpus,
+        processes,
+        threads,
+        napi,
+        devices,
+        health,
+        cgroups,
+    }
+}
+
+/// The network part of [`compute`]: CPUs, napi instances, devices and the
+/// summary's cost figures, without tasks (whose rows the metrics exporter
+/// builds its own way). Task-derived fields stay zero.
+pub fn network(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
+    let light = |s: &RawSample| RawSample {
+        seq: s.seq,
+        mono_ns: s.mono_ns,
+        unix_ms: s.unix_ms,
+        source: s.source,
+        cpus: s.cpus.clone(),
+        napi: s.napi.clone(),
+        devices: s.devices.clone(),
+        ..Default::default()
+    };
+    compute(host, &light(prev), &light(cur))
+}
