@@ -787,6 +787,16 @@ static __always_inline struct nt_napi *napi_record(struct napi_struct *napi, __u
 	return bpf_map_lookup_elem(&napis, &key);
 }
 
+/* Adds polls to a napi's hash record (this CPU's value: no other writer). */
+static __always_inline void napi_add(struct nt_napi *v, __u64 polls, __u64 work,
+				     __u64 exhausted, __u32 budget)
+{
+	v->polls += polls;
+	v->work += work;
+	v->budget_exhausted += exhausted;
+	v->budget = budget;
+}
+
 /* Adds the cache's pending polls to its napi's record. Caller holds busy.
  * The record exists: it was made when the cache took the key. */
 static __always_inline void napi_cache_flush(struct napi_cache *c, struct nt_cpu *cs)
@@ -798,10 +808,7 @@ static __always_inline void napi_cache_flush(struct napi_cache *c, struct nt_cpu
 		return;
 	v = bpf_map_lookup_elem(&napis, &key);
 	if (v) {
-		v->polls += c->polls;
-		v->work += c->work;
-		v->budget_exhausted += c->budget_exhausted;
-		v->budget = c->budget;
+		napi_add(v, c->polls, c->work, c->budget_exhausted, c->budget);
 	} else {
 		/* Deleted meanwhile: counted, as a full table is. */
 		__sync_fetch_and_add(&cs->napi_map_full, 1);
@@ -836,10 +843,7 @@ static __always_inline int on_napi_poll(struct napi_struct *napi, int work, int 
 			__sync_fetch_and_add(&cs->napi_map_full, 1);
 			return 0;
 		}
-		v->polls++;
-		v->work += w;
-		v->budget_exhausted += ex;
-		v->budget = budget;
+		napi_add(v, 1, w, ex, budget);
 		return 0;
 	}
 	c->busy = 1;

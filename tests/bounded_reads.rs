@@ -3,6 +3,8 @@
 //! code 2 at once, instead of a process that grows without bound (5.5 GB in
 //! 5 s before the cap) and cannot be stopped.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -35,16 +37,7 @@ fn nettop(args: &[&str]) -> (Output, Duration) {
 
 /// A copy of the "modern" /proc fixture that the test may vandalise.
 fn modern_copy() -> tempfile::TempDir {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/modern");
-    let dst = tempfile::tempdir().unwrap();
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(src.join("."))
-        .arg(dst.path())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    dst
+    common::fixture_copy("proc/modern")
 }
 
 fn replace_with_zero(path: &Path) {

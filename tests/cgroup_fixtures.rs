@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::run::{nettop, output_within};
@@ -26,15 +25,7 @@ fn write(root: &Path, rel: &str, text: &str) {
 }
 
 fn hybrid_tree() -> tempfile::TempDir {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/modern");
-    let dst = tempfile::tempdir().unwrap();
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(src.join("."))
-        .arg(dst.path())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let dst = common::fixture_copy("proc/modern");
     let r = dst.path();
     // The fixture's proc/self is a placeholder file.
     let _ = std::fs::remove_file(r.join("proc/self"));

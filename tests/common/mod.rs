@@ -48,3 +48,20 @@ pub fn is_root() -> bool {
 pub fn cache_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nettop-cache")
 }
+
+/// A private copy of a fixture tree under tests/fixtures (e.g.
+/// `proc/modern`), which the test may vandalise.
+pub fn fixture_copy(rel: &str) -> tempfile::TempDir {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
+    let dst = tempfile::tempdir().expect("tempdir");
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src.join("."))
+        .arg(dst.path())
+        .status()
+        .expect("cp");
+    assert!(st.success(), "copying fixture {rel}");
+    dst
+}

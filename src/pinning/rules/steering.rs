@@ -87,6 +87,18 @@ fn targets(cx: &Ctx, node: Option<u32>, avoid: &CpuSet) -> CpuSet {
     cx.housekeeping(node).difference(avoid)
 }
 
+/// NUMA nodes an IRQ lands on (`lands`) outside `home`, the consumers'
+/// nodes; none on a single-node host.
+fn remote_nodes(cx: &Ctx, lands: &CpuSet, home: &[u32]) -> Vec<u32> {
+    if !cx.multi_node {
+        return Vec::new();
+    }
+    cx.t.nodes_of(lands)
+        .into_iter()
+        .filter(|n| !home.contains(n))
+        .collect()
+}
+
 fn share(w: u32, total: usize) -> String {
     format!("RSS sends {w}/{total} of the hash buckets (of all hashed flows) to it")
 }
@@ -118,13 +130,10 @@ pub(super) fn nt019_rss_queue_irq(cx: &Ctx, out: &mut Vec<Finding>) {
             };
             let quiet = cx.isolated.union(&cx.pinned_cpus);
             let hit = lands.intersection(&quiet);
-            let remote: Vec<u32> = if cx.multi_node && !user_nodes.is_empty() {
-                cx.t.nodes_of(&lands)
-                    .into_iter()
-                    .filter(|n| !user_nodes.contains(n))
-                    .collect()
-            } else {
+            let remote = if user_nodes.is_empty() {
                 Vec::new()
+            } else {
+                remote_nodes(cx, &lands, &user_nodes)
             };
             if hit.is_empty() && remote.is_empty() {
                 continue;
@@ -197,14 +206,7 @@ pub(super) fn nt020_flow_rule_irq(cx: &Ctx, out: &mut Vec<Finding>) {
             for th in &users {
                 let own = lands.intersection(&th.affinity);
                 let th_nodes = cx.t.nodes_of(&th.affinity);
-                let remote: Vec<u32> = if cx.multi_node {
-                    cx.t.nodes_of(&lands)
-                        .into_iter()
-                        .filter(|n| !th_nodes.contains(n))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
+                let remote = remote_nodes(cx, &lands, &th_nodes);
                 if own.is_empty() && remote.is_empty() {
                     continue;
                 }
