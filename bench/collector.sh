@@ -6,6 +6,8 @@
 #     bash bench/collector.sh bpf        # (a) BPF cost per event under netns load
 #     bash bench/collector.sh observer   # (b) victim work rate, nettop on vs off
 #     bash bench/collector.sh procs      # (c) nettop vs top -b, 2,000 processes
+#     bash bench/collector.sh floor      # (d) the floor under (a): empty and
+#                                        # clock-only programs, same tracepoints
 #     bash bench/collector.sh bpf-ab OLD NEW   # (a) for two nettop binaries,
 #                                        # alternated ROUNDS_AB times in one run
 #
@@ -31,8 +33,8 @@ for t in jq bpftool iperf3 taskset ip top; do
     command -v "$t" >/dev/null || { echo "bench/collector.sh: '$t' missing: apt-get install jq bpftool iperf3 util-linux iproute2 procps" >&2; exit 2; }
 done
 
-cargo build --release --quiet --bin nettop --example victim
-NETTOP=$HERE/target/release/nettop
+cargo build --release --quiet --bin nettop --example victim --example bpf_floor
+NETTOP=${NETTOP:-$HERE/target/release/nettop}   # NETTOP=... to measure another build
 VICTIM=$HERE/target/release/examples/victim
 
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
@@ -73,22 +75,33 @@ bench_bpf() {
     local np=$!
     BG+=("$np")
     sleep 4
-    # nettop's programs: the prog_ids behind its open file descriptors
-    # (bpftool's .pids needs a bpftool built with skeletons; fdinfo does not).
-    local ids
-    ids=$(grep -h '^prog_id:' /proc/"$np"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un | jq -Rs '[split("\n")[] | select(length > 0) | tonumber]')
-    local s1=/tmp/nettop-bench-s1.$$ s2=/tmp/nettop-bench-s2.$$
-    bpftool prog show -j >"$s1"
-    sleep 10
-    bpftool prog show -j >"$s2"
+    bpf_window "$np" || return 1
     kill "$np" 2>/dev/null || true
     load_stop
     netns_down
     sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+    awk -v t="$WIN_TOTAL" -v n="$WIN_INTS" 'BEGIN {
+        printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t
+        if (n > 0) printf "Per interruption: %d interruptions/s, %.0f ns of BPF each (all programs).\n\n", n / 10, t / n }'
+}
+
+# bpf_window PID: the BPF programs PID holds (the prog_ids behind its open
+# file descriptors; bpftool's .pids needs a bpftool built with skeletons,
+# fdinfo does not), sampled 10 s apart: prints a table of events/s and
+# ns/event, sets WIN_TOTAL (ns of BPF over the window) and WIN_INTS (runs of
+# the hardirq/system-vector entry programs: every interruption runs exactly
+# one outermost entry).
+bpf_window() {
+    local np=$1 ids
+    ids=$(grep -h '^prog_id:' /proc/"$np"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un | jq -Rs '[split("\n")[] | select(length > 0) | tonumber]')
     if [[ $ids == "[]" ]]; then
-        echo "nettop (pid $np) holds no BPF programs: did it load BPF?" >&2
+        echo "pid $np holds no BPF programs: did it load BPF?" >&2
         return 1
     fi
+    local s1=/tmp/nettop-bench-s1.$$ s2=/tmp/nettop-bench-s2.$$
+    bpftool prog show -j >"$s1"
+    sleep 10
+    bpftool prog show -j >"$s2"
     echo "| program | events/s | ns/event |"
     echo "|---|---:|---:|"
     local prog='
@@ -100,20 +113,55 @@ bench_bpf() {
       | (($p.run_cnt // 0) - ($o.run_cnt // 0)) as $n
       | (($p.run_time_ns // 0) - ($o.run_time_ns // 0)) as $t
       | "| \($p.name) | \($n / 10 | floor) | \(if $n > 0 then ($t / $n | floor) else "-" end) |"' | sort
-    local total
-    total=$(jq -r -n --argjson ids "$ids" --slurpfile a "$s1" --slurpfile b "$s2" "$prog"'
+    WIN_TOTAL=$(jq -r -n --argjson ids "$ids" --slurpfile a "$s1" --slurpfile b "$s2" "$prog"'
       | ($b[0] | mine | map(.run_time_ns // 0) | add // 0) - ($old | [.[] | .run_time_ns // 0] | add // 0)')
-    echo
-    # Interruptions = runs of the hardirq/system-vector entry programs
-    # (every interruption runs exactly one outermost entry).
-    local ints
-    ints=$(jq -r -n --argjson ids "$ids" --slurpfile a "$s1" --slurpfile b "$s2" "$prog"'
+    WIN_INTS=$(jq -r -n --argjson ids "$ids" --slurpfile a "$s1" --slurpfile b "$s2" "$prog"'
       | [$b[0] | mine | .[] | select(.name | test("_in$")) | select(.name | test("_si_in$") | not)
          | (.run_cnt // 0) - ($old[(.id|tostring)].run_cnt // 0)] | add // 0')
     rm -f "$s1" "$s2"
-    awk -v t="$total" -v n="$ints" 'BEGIN {
-        printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t
-        if (n > 0) printf "Per interruption: %d interruptions/s, %.0f ns of BPF each (all programs).\n\n", n / 10, t / n }'
+    echo
+}
+
+# (d) The floor under (a): programs that do nothing, and programs that only
+# read the clock, on the tracepoints an RPS interruption fires
+# (bpf/floor.bpf.c), under the same load, alternated with nettop so drift
+# hits both.
+bench_floor() {
+    echo "### The floor: empty and clock-only programs on the same tracepoints (netns iperf3 load, RPS -> CPU 1, victim on CPU 1)"
+    echo
+    sysctl -qw kernel.bpf_stats_enabled=1
+    netns_up 2
+    local rounds=${ROUNDS_FLOOR:-2} i
+    load_start $((rounds * 32 + 10)) 0
+    "$VICTIM" --cpu 1 --ms $((rounds * 32000 + 5000)) --summary >/dev/null &
+    BG+=($!)
+    for ((i = 1; i <= rounds; i++)); do
+        echo "#### Round $i: nettop"
+        echo
+        "$NETTOP" -b -d 1 -n 16 >/dev/null &
+        local np=$!
+        BG+=("$np")
+        sleep 4
+        bpf_window "$np" || return 1
+        kill "$np" 2>/dev/null || true
+        wait "$np" 2>/dev/null || true
+        echo "#### Round $i: floor"
+        echo
+        local fifo=/tmp/nettop-bench-floor.$$
+        rm -f "$fifo"; mkfifo "$fifo"
+        "$HERE/target/release/examples/bpf_floor" <"$fifo" >/dev/null &
+        local fp=$!
+        BG+=("$fp")
+        exec 7>"$fifo"
+        sleep 2
+        bpf_window "$fp" || return 1
+        exec 7>&-
+        wait "$fp" 2>/dev/null || true
+        rm -f "$fifo"
+    done
+    load_stop
+    netns_down
+    sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
 }
 
 # (b) Observer effect: the victim's work rate with nettop running vs not,
@@ -220,5 +268,6 @@ case $WHAT in
     bpf-ab) bench_bpf_ab "${2:?bpf-ab needs OLD and NEW nettop binaries}" "${3:?bpf-ab needs OLD and NEW nettop binaries}" ;;
     observer) bench_observer ;;
     procs) bench_procs ;;
-    *) echo "usage: bench/collector.sh [all|bpf|observer|procs|bpf-ab OLD NEW]" >&2; exit 2 ;;
+    floor) bench_floor ;;
+    *) echo "usage: bench/collector.sh [all|bpf|observer|procs|floor|bpf-ab OLD NEW]" >&2; exit 2 ;;
 esac

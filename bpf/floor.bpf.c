@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The floor under nettop's per-interruption BPF cost, for the benchmark
+ * (bench/collector.sh floor, examples/bpf_floor.rs): on each tracepoint an
+ * RPS interruption fires, a program that does nothing, and on the four
+ * that nettop timestamps, one that only reads the clock into a per-CPU
+ * slot. Measured with bpf_stats under the same load as nettop, the first
+ * is what any program costs there (dispatch and bpf_stats' own clock
+ * reads), the difference between the two is one bpf_ktime_get_ns().
+ * Not part of nettop: loaded only by the benchmark.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[4]);
+} clk SEC(".maps");
+
+/* A per-CPU slot, so no cache line is shared between CPUs. */
+static __always_inline int stamp(int i)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&clk, &zero);
+
+	if (v)
+		v[i & 3] = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/call_function_single_entry")
+int BPF_PROG(empty_ipi_in) { return 0; }
+SEC("tp_btf/call_function_single_exit")
+int BPF_PROG(empty_ipi_out) { return 0; }
+SEC("tp_btf/softirq_raise")
+int BPF_PROG(empty_raise) { return 0; }
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(empty_si_in) { return 0; }
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(empty_si_out) { return 0; }
+SEC("tp_btf/napi_poll")
+int BPF_PROG(empty_napi) { return 0; }
+
+SEC("tp_btf/call_function_single_entry")
+int BPF_PROG(clock_ipi_in) { return stamp(0); }
+SEC("tp_btf/call_function_single_exit")
+int BPF_PROG(clock_ipi_out) { return stamp(1); }
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(clock_si_in) { return stamp(2); }
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(clock_si_out) { return stamp(3); }
