@@ -101,7 +101,7 @@ const COLS: [Col; 11] = [
     ("PATH", 20, false),
 ];
 
-pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     let (header, widths) = table_head(&COLS, |_| true, s);
     let Some(frame) = &app.frame else {
         f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
