@@ -101,6 +101,7 @@ impl LoadOptions {
         }
     }
 }
+
 /// Only what device configuration needs (`model::devconf`): IRQs, NICs of
 /// every namespace with their queues, XDP, RSS and flow rules. No hwloc,
 /// no thread walk: batch and `--serve` join this to every frame's devices,
