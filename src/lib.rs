@@ -6,6 +6,7 @@
 //! recordings, metrics) renders Frames. Rendering does no I/O; collectors do
 //! no formatting.
 
+pub mod bytes;
 pub mod calibrate;
 pub mod cgroup;
 pub mod cli;

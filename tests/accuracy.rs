@@ -745,23 +745,32 @@ fn attempt(
     panic!("{label}: missed twice:\n{}", misses.join("\n"));
 }
 
-#[test]
-fn nettop_sees_stolen_time() {
-    const TEST: &str = "accuracy::nettop_sees_stolen_time";
-    let _lock = oracle_lock();
-    if let Err(reason) = preconditions(true) {
-        common::skip(TEST, &reason);
-        return;
+/// What every oracle does first: take the lock (held until the test
+/// ends), check the host, and calibrate into a private cache before any
+/// load. `None`: the test was skipped.
+fn prepare(test: &str, needs_iperf: bool) -> Option<(MutexGuard<'static, ()>, tempfile::TempDir)> {
+    let lock = oracle_lock();
+    if let Err(reason) = preconditions(needs_iperf) {
+        common::skip(test, &reason);
+        return None;
     }
     let cache = tempfile::tempdir().expect("tempdir");
     match calibrate(cache.path()) {
-        Ok(_) => {}
+        Ok(_) => Some((lock, cache)),
         Err(Fail::Cannot(reason)) => {
-            common::skip(TEST, &reason);
-            return;
+            common::skip(test, &reason);
+            None
         }
         Err(Fail::Broken(e)) => panic!("calibration: {e}"),
     }
+}
+
+#[test]
+fn nettop_sees_stolen_time() {
+    const TEST: &str = "accuracy::nettop_sees_stolen_time";
+    let Some((_lock, cache)) = prepare(TEST, true) else {
+        return;
+    };
     let mut pair = match NetnsPair::create("acc") {
         Ok(p) => p,
         Err(e) => {
@@ -795,20 +804,9 @@ fn nettop_sees_stolen_time() {
 #[test]
 fn nettop_sees_pure_ipi_cost() {
     const TEST: &str = "accuracy::nettop_sees_pure_ipi_cost";
-    let _lock = oracle_lock();
-    if let Err(reason) = preconditions(false) {
-        common::skip(TEST, &reason);
+    let Some((_lock, cache)) = prepare(TEST, false) else {
         return;
-    }
-    let cache = tempfile::tempdir().expect("tempdir");
-    match calibrate(cache.path()) {
-        Ok(_) => {}
-        Err(Fail::Cannot(reason)) => {
-            common::skip(TEST, &reason);
-            return;
-        }
-        Err(Fail::Broken(e)) => panic!("calibration: {e}"),
-    }
+    };
     let label = "pure IPIs from CPU 0";
     attempt(TEST, label, check_ipi, || {
         run_scenario(Load::Ipi, label, cache.path(), &[])

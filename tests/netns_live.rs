@@ -21,24 +21,9 @@ use std::time::Duration;
 
 use common::netns::{ADDR_TX, NetnsPair, have_program, in_netns};
 use common::run::{nettop, output_within};
-use common::{cache_dir, is_root, report, skip};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use common::{cache_dir, is_root, report, skip, xdp_pass};
 use libbpf_rs::{Xdp, XdpFlags};
 use serde_json::Value;
-
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unsafe_op_in_unsafe_fn
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/xdp_pass.skel.rs"));
-}
 
 /// Kills the busy loop when the test ends, however it ends.
 struct Busy(Child);
@@ -268,13 +253,9 @@ fn generic_and_native_xdp_differ_in_cost_per_packet_and_generic_is_flagged() {
         Err(e) => return skip(T, &e),
     };
     let mut obj = MaybeUninit::uninit();
-    let open = match skel::XdpPassSkelBuilder::default().open(&mut obj) {
-        Ok(o) => o,
-        Err(e) => return skip(T, &format!("opening xdp_pass: {e}")),
-    };
-    let sk = match open.load() {
+    let sk = match xdp_pass::load(&mut obj) {
         Ok(s) => s,
-        Err(e) => return skip(T, &format!("loading xdp_pass: {e}")),
+        Err(e) => return skip(T, &e),
     };
     let fd = sk.progs.xdp_pass.as_fd();
     let ifindex = |name: &str| {

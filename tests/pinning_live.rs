@@ -10,6 +10,8 @@ mod common;
 
 use std::process::{Child, Command};
 
+use common::netns::pinning_report_in;
+
 fn skip(reason: &str) {
     common::skip("pinning live test", reason);
 }
@@ -47,20 +49,6 @@ impl Drop for Guard {
             let _ = Command::new("ip").args(["netns", "del", n]).status();
         }
     }
-}
-
-fn check(ns: &str) -> serde_json::Value {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_nettop")])
-        .args(["--pinning-check", "--format", "json", "--fail-on", "never"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "nettop failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn findings_for(report: &serde_json::Value, tid: u32) -> Vec<serde_json::Value> {
@@ -143,7 +131,7 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 
-    let r = check(&nsb);
+    let r = pinning_report_in(&nsb);
     assert_eq!(r["schema"], "nettop.pinning/1");
     let f = findings_for(&r, victim);
     let rps_f: Vec<_> = f.iter().filter(|f| f["rule"] == "NT003").collect();
@@ -210,7 +198,7 @@ fn rps_onto_a_pinned_cpu_is_reported_and_clearing_it_is_clean() {
         "recording lost the RPS finding: {replayed:#}"
     );
 
-    let r = check(&nsb);
+    let r = pinning_report_in(&nsb);
     // Only RPS is cleared: nettop also sees the host's namespace from
     // here, and a host NIC's IRQ may really land on CPU 1 (NT002 is then a
     // true finding about this CPU, not about the veth).

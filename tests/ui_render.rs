@@ -1,5 +1,5 @@
 //! Snapshot tests of every TUI view and overlay, drawn with ratatui's
-//! TestBackend from deterministic Frames (src/ui/fixtures.rs).
+//! TestBackend from deterministic Frames (src/ui/fixtures/).
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use nettop::cpuset::CpuSet;

@@ -13,24 +13,9 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::process::Command;
 
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Xdp, XdpFlags};
 use nettop::topology::XdpMode;
 use nettop::topology::xdp::{LinkXdpState, read_links};
-
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unsafe_op_in_unsafe_fn
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/xdp_pass.skel.rs"));
-}
 
 fn skip(reason: &str) {
     common::skip("xdp_mode live test", reason);
@@ -137,17 +122,7 @@ fn progs(l: &LinkXdpState) -> Vec<(XdpMode, u32)> {
 /// The real binary, inside the namespace (`ip netns exec` remounts /sys so
 /// the veth shows in /sys/class/net): `summary.nic_xdp` for `dev`.
 fn binary_nic_xdp(ns: &str, dev: &str) -> serde_json::Value {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_nettop")])
-        .args(["--pinning-check", "--format", "json", "--fail-on", "never"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "nettop --pinning-check failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::netns::pinning_report_in(ns);
     let names = v["summary"]["nics"].as_array().unwrap().clone();
     let xdp = v["summary"]["nic_xdp"].as_array().unwrap();
     assert_eq!(
@@ -189,13 +164,9 @@ fn veth_generic_native_none() {
     }
 
     let mut obj = MaybeUninit::uninit();
-    let open = match skel::XdpPassSkelBuilder::default().open(&mut obj) {
-        Ok(o) => o,
-        Err(e) => return skip(&format!("opening xdp_pass BPF object: {e}")),
-    };
-    let sk = match open.load() {
+    let sk = match common::xdp_pass::load(&mut obj) {
         Ok(s) => s,
-        Err(e) => return skip(&format!("loading xdp_pass: {e}")),
+        Err(e) => return skip(&e),
     };
     let fd = sk.progs.xdp_pass.as_fd();
     let id = prog_id(fd);

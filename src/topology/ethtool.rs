@@ -30,6 +30,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use serde::{Deserialize, Serialize};
 
 use super::Nic;
+use crate::bytes::field;
 use crate::sysroot::Sysroot;
 
 /// Whether a device answered one of the ethtool questions.
@@ -275,11 +276,7 @@ impl Ethtool {
         let mut out = Vec::new();
         for i in 0..got.min(cnt) as usize {
             let at = head + 4 * i;
-            let Some(loc) = bytes
-                .get(at..at + 4)
-                .and_then(|b| b.try_into().ok())
-                .map(u32::from_ne_bytes)
-            else {
+            let Some(loc) = field(bytes, at).map(u32::from_ne_bytes) else {
                 break;
             };
             let mut q = zeroed_nfc(ETHTOOL_GRXCLSRULE);
@@ -325,15 +322,11 @@ pub fn read_device(dev: &str) -> Result<Steering, String> {
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {
-    b.get(at..at + 2)
-        .and_then(|x| x.try_into().ok())
-        .map_or(0, u16::from_be_bytes)
+    field(b, at).map_or(0, u16::from_be_bytes)
 }
 
 fn be32(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4)
-        .and_then(|x| x.try_into().ok())
-        .map_or(0, u32::from_be_bytes)
+    field(b, at).map_or(0, u32::from_be_bytes)
 }
 
 /// A rule in ethtool's words. Mask bits set mean "compared" (the rxnfc

@@ -279,6 +279,17 @@ pub fn with_netns<T: Send>(
     path: &std::path::Path,
     f: impl FnOnce() -> T + Send,
 ) -> Result<T, String> {
+    on_ns_thread(path, enter, f)
+}
+
+/// Runs `f` on a scoped helper thread after `enter` has moved that thread
+/// into the namespace whose nsfs file is at `path`; nettop's own threads
+/// never change namespace.
+fn on_ns_thread<T: Send>(
+    path: &std::path::Path,
+    enter: fn(i32) -> Result<(), String>,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     std::thread::scope(|s| {
         s.spawn(move || {
@@ -338,18 +349,16 @@ pub fn with_netns_sockets<T: Send>(
     path: &std::path::Path,
     f: impl FnOnce() -> T + Send,
 ) -> Result<T, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            // SAFETY: setns(2) on this thread with an open nsfs descriptor.
-            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(errno("setns(CLONE_NEWNET)"));
-            }
-            Ok(f())
-        })
-        .join()
-        .map_err(|_| "namespace reader thread panicked".to_string())?
-    })
+    on_ns_thread(path, enter_net, f)
+}
+
+/// `setns(CLONE_NEWNET)` only: this thread's sockets open in the namespace.
+fn enter_net(fd: i32) -> Result<(), String> {
+    // SAFETY: setns(2) on this thread with an open nsfs descriptor.
+    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+        return Err(errno("setns(CLONE_NEWNET)"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

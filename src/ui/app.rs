@@ -159,7 +159,7 @@ pub struct App {
     /// Processes grouped by cgroup (`c`), with these groups expanded.
     pub group_cgroup: bool,
     pub expanded: std::collections::HashSet<u64>,
-    pub cg_rows: Vec<super::containers_view::CgRow>,
+    pub cg_rows: Vec<super::views::grouped::CgRow>,
 }
 
 impl App {
@@ -368,7 +368,7 @@ impl App {
     /// group under the cursor, also from one of its processes, and keeps
     /// the cursor on the group.
     pub(crate) fn expand(&mut self, open: Option<bool>) {
-        use super::containers_view::{CgRow, group_id};
+        use super::views::grouped::{CgRow, group_id};
         let pi = View::Processes.index();
         let Some(&row) = self.cg_rows.get(self.pos[pi].selected) else {
             return;
@@ -459,7 +459,7 @@ impl App {
         self.cpu_rows = CpuRows::build(self.frame.as_ref());
         self.rows = processes::rows(self);
         self.dev_rows = devices::rows(self.frame.as_ref());
-        self.cg_rows = super::containers_view::build_rows(
+        self.cg_rows = super::views::grouped::rows(
             self.frame.as_ref(),
             &self.expanded,
             self.sort.descending,

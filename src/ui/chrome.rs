@@ -286,8 +286,7 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         .iter()
         .map(|n| (n.chars().count() as u16).div_ceil(68) + 1)
         .sum();
-    let mut rows = keymap::help();
-    rows.push((keymap::MOUSE_HELP.0.to_string(), keymap::MOUSE_HELP.1));
+    let rows = keymap::help();
     let r = centered(area, 72, rows.len() as u16 + 4 + note_rows);
     f.render_widget(Clear, r);
     let mut lines: Vec<Line> = rows

@@ -245,9 +245,11 @@ pub const KEYMAP: &[Entry] = &[
 ];
 
 /// The help line for the mouse, which has no keys to bind.
-pub const MOUSE_HELP: (&str, &str) = ("mouse", "click selects a row or a tab; wheel scrolls");
+const MOUSE_HELP: (&str, &str) = ("mouse", "click selects a row or a tab; wheel scrolls");
 
-/// The help overlay's key lines: (key names, what they do).
+/// The help overlay's lines, the keys' then the mouse's: (key names, what
+/// they do). README's keys table is this, word for word
+/// (tests/keys_readme.rs).
 pub fn help() -> Vec<(String, &'static str)> {
     KEYMAP
         .iter()
@@ -255,6 +257,7 @@ pub fn help() -> Vec<(String, &'static str)> {
             let names: Vec<String> = e.binds.iter().map(|(k, _)| k.name()).collect();
             (names.join(" "), e.help)
         })
+        .chain([(MOUSE_HELP.0.to_string(), MOUSE_HELP.1)])
         .collect()
 }
 

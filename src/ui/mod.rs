@@ -11,7 +11,6 @@
 
 pub mod app;
 pub mod chrome;
-pub mod containers_view;
 #[cfg(feature = "testing")]
 pub mod fixtures;
 pub mod keymap;

@@ -5,6 +5,7 @@ pub mod netns;
 pub mod prom;
 pub mod run;
 pub mod victim;
+pub mod xdp_pass;
 
 use std::io::Write;
 use std::path::PathBuf;

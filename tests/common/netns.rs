@@ -242,6 +242,23 @@ impl Drop for NetnsPair {
     }
 }
 
+/// The real binary's `--pinning-check --format json` report, run inside
+/// namespace `ns` (`ip netns exec` remounts /sys, so the namespace's veths
+/// show in /sys/class/net; /proc still shows every process).
+pub fn pinning_report_in(ns: &str) -> serde_json::Value {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_nettop")])
+        .args(["--pinning-check", "--format", "json", "--fail-on", "never"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "nettop --pinning-check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Runs `f` on a thread that has entered network namespace `ns` (setns on
 /// CLONE_NEWNET switches only the calling thread; sockets it opens belong
 /// to `ns`), propagating panics.

@@ -306,38 +306,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         .map(|c| cpu_view(&ctx, host, c.cpu, calcs.get(&c.cpu).unwrap_or(&empty)))
         .collect();
 
-    let online: Vec<&CpuView> = cpus.iter().filter(|c| c.online).collect();
-    let n = online.len();
-    let avg = |f: fn(&CpuView) -> f64| {
-        if n == 0 {
-            0.0
-        } else {
-            fin(online.iter().map(|c| f(c)).sum::<f64>() / n as f64)
-        }
-    };
-    let total = |f: fn(&CpuView) -> f64| fin(cpus.iter().map(f).sum::<f64>());
-    let summary = Summary {
-        cpus_online: u32::try_from(n).unwrap_or(u32::MAX),
-        usr_pct: avg(|c| c.usr_pct),
-        sys_pct: avg(|c| c.sys_pct),
-        irq_pct: avg(|c| c.irq_pct),
-        soft_pct: avg(|c| c.soft_pct),
-        idle_pct: avg(|c| c.idle_pct),
-        steal_pct: avg(|c| c.steal_pct),
-        net_rx_per_s: total(|c| c.net_rx_per_s),
-        napi_polls_per_s: total(|c| c.napi_polls_per_s),
-        packets_per_s: total(|c| c.packets_per_s),
-        budget_exhausted_per_s: total(|c| c.budget_exhausted_per_s),
-        time_squeeze_per_s: total(|c| c.time_squeeze_per_s),
-        stolen_pct_total: fin(processes.iter().map(|p| p.stolen_pct).sum()),
-        hidden_pct_total: fin(processes.iter().map(|p| p.hidden_pct).sum()),
-        // Every thread, whether or not the sample has a row for each.
-        tasks: processes
-            .iter()
-            .fold(0u32, |n, p| n.saturating_add(p.nr_threads)),
-        processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
-        ..Default::default()
-    };
+    let summary = summarize(&cpus, &processes);
 
     let costs: BTreeMap<u32, CpuCost> = if cur.source == Source::Bpf {
         calcs.iter().map(|(c, k)| (*c, cpu_cost(k))).collect()
@@ -386,6 +355,44 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         devices,
         health,
         cgroups,
+    }
+}
+
+/// The summary line's figures from the CPU and process rows: CPU shares
+/// averaged over the online CPUs, rates and task figures summed. The cost
+/// figures are left to `cost::fill_devices`.
+pub fn summarize(cpus: &[CpuView], processes: &[TaskView]) -> Summary {
+    let online: Vec<&CpuView> = cpus.iter().filter(|c| c.online).collect();
+    let n = online.len();
+    let avg = |f: fn(&CpuView) -> f64| {
+        if n == 0 {
+            0.0
+        } else {
+            fin(online.iter().map(|c| f(c)).sum::<f64>() / n as f64)
+        }
+    };
+    let total = |f: fn(&CpuView) -> f64| fin(cpus.iter().map(f).sum::<f64>());
+    Summary {
+        cpus_online: u32::try_from(n).unwrap_or(u32::MAX),
+        usr_pct: avg(|c| c.usr_pct),
+        sys_pct: avg(|c| c.sys_pct),
+        irq_pct: avg(|c| c.irq_pct),
+        soft_pct: avg(|c| c.soft_pct),
+        idle_pct: avg(|c| c.idle_pct),
+        steal_pct: avg(|c| c.steal_pct),
+        net_rx_per_s: total(|c| c.net_rx_per_s),
+        napi_polls_per_s: total(|c| c.napi_polls_per_s),
+        packets_per_s: total(|c| c.packets_per_s),
+        budget_exhausted_per_s: total(|c| c.budget_exhausted_per_s),
+        time_squeeze_per_s: total(|c| c.time_squeeze_per_s),
+        stolen_pct_total: fin(processes.iter().map(|p| p.stolen_pct).sum()),
+        hidden_pct_total: fin(processes.iter().map(|p| p.hidden_pct).sum()),
+        // Every thread, whether or not the sample has a row for each.
+        tasks: processes
+            .iter()
+            .fold(0u32, |n, p| n.saturating_add(p.nr_threads)),
+        processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
+        ..Default::default()
     }
 }
 

@@ -4,6 +4,7 @@
 use super::ctx::Ctx;
 use super::ctx::no_cpu_for_irq;
 use super::{Finding, RuleId, finding, hexmask};
+use crate::cpuset::CpuSet;
 
 pub(super) fn nt007_009_isolated_irqs(cx: &Ctx, out: &mut Vec<Finding>) {
     let iso = &cx.isolated;
@@ -72,21 +73,12 @@ pub(super) fn nt007_009_isolated_irqs(cx: &Ctx, out: &mut Vec<Finding>) {
                  onto the CPUs meant to be quiet.",
             );
             f.cpus = hit;
-            let keep = ia.difference(iso);
-            if keep.is_empty() {
-                f.evidence.push(
-                    "every CPU irqaffinity= names is isolated: no CPU is left for device IRQs; \
-                     give housekeeping CPUs back first"
-                        .into(),
-                );
-            } else {
-                f.fix
-                    .push(format!("# kernel command line: irqaffinity={keep}"));
-                f.fix.push(format!(
-                    "echo {} > /proc/irq/default_smp_affinity",
-                    hexmask(&keep)
-                ));
-            }
+            default_affinity_fix(
+                &mut f,
+                &ia.difference(iso),
+                "every CPU irqaffinity= names is isolated: no CPU is left for device IRQs; \
+                 give housekeeping CPUs back first",
+            );
             out.push(f);
         }
     }
@@ -104,20 +96,28 @@ pub(super) fn nt007_009_isolated_irqs(cx: &Ctx, out: &mut Vec<Finding>) {
              CPUs, isolated ones included, until someone sets each smp_affinity by hand.",
         );
         f.cpus = iso.clone();
-        let hk = cx.t.online.difference(iso);
-        if hk.is_empty() {
-            f.evidence.push(
-                "every online CPU is isolated: device IRQs have no other CPU to go to".into(),
-            );
-        } else {
-            f.fix
-                .push(format!("# kernel command line: irqaffinity={hk}"));
-            f.fix.push(format!(
-                "echo {} > /proc/irq/default_smp_affinity",
-                hexmask(&hk)
-            ));
-        }
+        default_affinity_fix(
+            &mut f,
+            &cx.t.online.difference(iso),
+            "every online CPU is isolated: device IRQs have no other CPU to go to",
+        );
         out.push(f);
+    }
+}
+
+/// The fix that gives new device IRQs `cpus` by default (boot parameter
+/// and the running kernel's default), or, when `cpus` is empty, `none_left`
+/// as evidence: there is no CPU to send them to.
+fn default_affinity_fix(f: &mut Finding, cpus: &CpuSet, none_left: &str) {
+    if cpus.is_empty() {
+        f.evidence.push(none_left.into());
+    } else {
+        f.fix
+            .push(format!("# kernel command line: irqaffinity={cpus}"));
+        f.fix.push(format!(
+            "echo {} > /proc/irq/default_smp_affinity",
+            hexmask(cpus)
+        ));
     }
 }
 

@@ -11,7 +11,7 @@ use super::ctx::{Ctx, in_netns_of, no_cpu_for_irq};
 use super::{Finding, RuleId, finding, tref};
 use crate::cpuset::CpuSet;
 use crate::pinning::Severity;
-use crate::topology::{Nic, Support, ThreadInfo, XdpMode};
+use crate::topology::{Nic, Steering, Support, ThreadInfo, XdpMode};
 
 /// Drivers with native (driver) XDP, from the kernel's `ndo_bpf`
 /// implementations: generic XDP on them leaves performance on the table
@@ -99,6 +99,18 @@ fn remote_nodes(cx: &Ctx, lands: &CpuSet, home: &[u32]) -> Vec<u32> {
         .collect()
 }
 
+/// NICs whose RSS table could be read, with their steering: the only ones
+/// whose queue weights say anything.
+fn rss_nics<'a>(cx: &'a Ctx) -> impl Iterator<Item = (&'a Nic, &'a Steering)> {
+    cx.t.nics.iter().filter_map(|nic| {
+        let st = nic
+            .steering
+            .as_ref()
+            .filter(|s| s.rss == Support::Supported)?;
+        Some((nic, st))
+    })
+}
+
 fn share(w: u32, total: usize) -> String {
     format!("RSS sends {w}/{total} of the hash buckets (of all hashed flows) to it")
 }
@@ -106,14 +118,7 @@ fn share(w: u32, total: usize) -> String {
 /// NT019: a queue RSS gives weight to has its IRQ on a pinned or isolated
 /// CPU, or on another NUMA node than the threads consuming the NIC.
 pub(super) fn nt019_rss_queue_irq(cx: &Ctx, out: &mut Vec<Finding>) {
-    for nic in &cx.t.nics {
-        let Some(st) = nic
-            .steering
-            .as_ref()
-            .filter(|s| s.rss == Support::Supported)
-        else {
-            continue;
-        };
+    for (nic, st) in rss_nics(cx) {
         let weights = st.weights();
         let users = consumers(cx, nic);
         let user_nodes: Vec<u32> = users
@@ -261,14 +266,7 @@ pub(super) fn nt020_flow_rule_irq(cx: &Ctx, out: &mut Vec<Finding>) {
 /// its ring, IRQ and memory serve nothing (typically the rule's `action`
 /// names another queue).
 pub(super) fn nt021_unused_queue(cx: &Ctx, out: &mut Vec<Finding>) {
-    for nic in &cx.t.nics {
-        let Some(st) = nic
-            .steering
-            .as_ref()
-            .filter(|s| s.rss == Support::Supported)
-        else {
-            continue;
-        };
+    for (nic, st) in rss_nics(cx) {
         for (q, w) in st.weights().iter().enumerate() {
             let q = q as u32;
             if *w > 0 || !nic.rules_to(q).is_empty() {

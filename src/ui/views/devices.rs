@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 
 use ratatui::Frame as TermFrame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::{View, mark_selected, on_screen};
+use super::{Col, View, mark_selected, on_screen, table_head};
 use crate::model::cost::napi_of;
 use crate::model::frame::{Frame, NapiView};
 use crate::output::format::fmt_rate;
@@ -139,7 +139,7 @@ pub fn device_info(topo: &HostTopology) -> BTreeMap<String, DevTopo> {
 }
 
 pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
-    const COLS: [(&str, u16, bool); 15] = [
+    const COLS: [Col; 15] = [
         ("DEVICE / NAPI", 20, false),
         ("RX PKT/s", 8, true),
         ("NS/PKT", 6, true),
@@ -160,7 +160,6 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     /// (this view is about receive work), then configuration detail that
     /// the Topology view also shows.
     const DROP_ORDER: [usize; 6] = [5, 4, 13, 3, 14, 12];
-    let last = COLS.len() - 1;
     let mut keep = [true; 15];
     let need = |keep: &[bool; 15]| -> usize {
         let kept = COLS.iter().zip(keep).filter(|(_, k)| **k);
@@ -181,24 +180,7 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
             .filter_map(|(c, k)| k.then_some(c))
             .collect()
     };
-    let header = Row::new(kept(
-        COLS.iter()
-            .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r)))
-            .collect(),
-    ))
-    .style(s.header());
-    let widths: Vec<Constraint> = COLS
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| keep[*i])
-        .map(|(i, c)| {
-            if i == last {
-                Constraint::Min(c.1)
-            } else {
-                Constraint::Length(c.1)
-            }
-        })
-        .collect();
+    let (header, widths) = table_head(&COLS, |i| keep[i], s);
     let Some(frame) = &app.frame else {
         f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
         return;

@@ -5,6 +5,7 @@
 //! | view | file |
 //! |---|---|
 //! | Processes | [`processes`] |
+//! | Processes grouped by cgroup (`c`) | [`grouped`] |
 //! | CPUs | [`cpus`] |
 //! | Devices/NAPI | [`devices`] |
 //! | Topology | [`topology`] |
@@ -15,18 +16,19 @@
 
 pub mod cpus;
 pub mod devices;
+pub mod grouped;
 pub mod pinning;
 pub mod processes;
 pub mod topology;
 
 use ratatui::Frame as TermFrame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Row};
+use ratatui::widgets::{Cell, Paragraph, Row};
 
 use super::app::App;
-use super::style::Sty;
+use super::style::{Sty, fit};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -73,7 +75,7 @@ impl View {
     /// The dim line above the body: what the view shows and how to read it.
     pub(crate) fn header(self, app: &App) -> String {
         match self {
-            View::Processes if app.group_cgroup => crate::ui::containers_view::header_text(app),
+            View::Processes if app.group_cgroup => grouped::header(app),
             View::Processes => processes::header(app),
             View::Cpus => cpus::HEADER.into(),
             View::Devices => devices::HEADER.into(),
@@ -84,9 +86,7 @@ impl View {
 
     pub(crate) fn draw(self, f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         match self {
-            View::Processes if app.group_cgroup => {
-                crate::ui::containers_view::draw(f, app, s, area)
-            }
+            View::Processes if app.group_cgroup => grouped::draw(f, app, s, area),
             View::Processes => processes::draw(f, app, s, area),
             View::Cpus => cpus::draw(f, app, s, area),
             View::Devices => devices::draw(f, app, s, area),
@@ -112,6 +112,35 @@ pub(crate) fn on_screen<T>(
         .skip(pos.offset)
         .take(visible)
         .map(move |(i, t)| (t, i == pos.selected))
+}
+
+/// A column of a fixed table: title, width, right-aligned (numbers).
+pub(crate) type Col = (&'static str, u16, bool);
+
+/// The header row and widths of a fixed table's columns that `keep`
+/// admits (by index); the last column stretches over what is left.
+pub(crate) fn table_head<'a>(
+    cols: &[Col],
+    keep: impl Fn(usize) -> bool,
+    s: &Sty,
+) -> (Row<'a>, Vec<Constraint>) {
+    let kept = || cols.iter().enumerate().filter(|(i, _)| keep(*i));
+    let header = Row::new(
+        kept()
+            .map(|(_, (t, w, r))| Cell::from(fit(t, *w as usize, *r)))
+            .collect::<Vec<_>>(),
+    )
+    .style(s.header());
+    let widths = kept()
+        .map(|(i, c)| {
+            if i == cols.len() - 1 {
+                Constraint::Min(c.1)
+            } else {
+                Constraint::Length(c.1)
+            }
+        })
+        .collect();
+    (header, widths)
 }
 
 /// A table row, reversed when selected.

@@ -18,470 +18,210 @@ use scrape::{
 
 type Labels = Vec<(&'static str, String)>;
 type Samples = Vec<(Labels, f64)>;
+type Read = fn(&Scrape, &mut Samples);
 
 /// One row of the table.
 struct Def {
-    name: &'static str,
     kind: Kind,
-    unit: Option<&'static str>,
-    help: &'static str,
-    samples: fn(&Scrape, &mut Samples),
-}
-
-const fn counter(
     name: &'static str,
     unit: Option<&'static str>,
     help: &'static str,
-    samples: fn(&Scrape, &mut Samples),
+    samples: Read,
+}
+
+const fn def(
+    kind: Kind,
+    name: &'static str,
+    unit: Option<&'static str>,
+    help: &'static str,
+    samples: Read,
 ) -> Def {
     Def {
+        kind,
         name,
-        kind: Kind::Counter,
         unit,
         help,
         samples,
     }
 }
 
-const fn gauge(
-    name: &'static str,
-    unit: Option<&'static str>,
-    help: &'static str,
-    samples: fn(&Scrape, &mut Samples),
-) -> Def {
-    Def {
-        name,
-        kind: Kind::Gauge,
-        unit,
-        help,
-        samples,
-    }
-}
-
+use Kind::{Counter, Gauge, Info};
 const S: Option<&str> = Some("seconds");
+const B: Option<&str> = Some("bytes");
+const NO: Option<&str> = None;
 
-/// In output order. Families without samples are left out when rendered.
+/// In output order, one family per line: type, name, unit, help, and what
+/// reads its samples (readers longer than a cell are named, below).
+/// Families without samples are left out when rendered.
+#[rustfmt::skip]
 const FAMILIES: &[Def] = &[
-    Def {
-        name: "nettop_host",
-        kind: Kind::Info,
-        unit: None,
-        help: "Host facts from the recording or collector",
-        samples: |s, o| {
-            let source = match s.cur.source {
-                Source::Bpf => "bpf",
-                Source::ProcOnly => "proc_only",
-            };
-            let labels = vec![
-                ("hostname", s.host.hostname.clone()),
-                ("kernel", s.host.kernel.clone()),
-                ("regime", regime_label(s.host.regime).to_string()),
-                ("source", source.to_string()),
-            ];
-            o.push((labels, 1.0));
-        },
-    },
-    gauge(
-        "nettop_sample_timestamp_seconds",
-        S,
-        "Wall-clock time the sample was taken",
-        |s, o| o.push((vec![], s.cur.unix_ms as f64 / 1e3)),
-    ),
-    gauge(
-        "nettop_tasks",
-        None,
-        "Threads seen in the sample",
-        |s, o| o.push((vec![], s.cur.tasks.len() as f64)),
-    ),
+    def(Info, "nettop_host", NO, "Host facts from the recording or collector", host),
+    def(Gauge, "nettop_sample_timestamp_seconds", S, "Wall-clock time the sample was taken", |s, o| o.push((vec![], s.cur.unix_ms as f64 / 1e3))),
+    def(Gauge, "nettop_tasks", NO, "Threads seen in the sample", |s, o| o.push((vec![], s.cur.tasks.len() as f64))),
     // The calibration HIDDEN~ rests on (per interruption, by class).
-    gauge(
-        "nettop_calibration_hidden_seconds",
-        S,
-        "Untraced cost of one interruption per class, and of a softirq run in an interrupt's tail (calibrated; basis measured or same_as_ipi)",
-        |s, o| {
-            for (class, k, basis) in s.calibration_rows() {
-                let l = vec![("class", class.to_string()), ("basis", basis.to_string())];
-                o.push((l, k.hidden_ns / 1e9));
-            }
-        },
-    ),
-    gauge(
-        "nettop_calibration_spread_seconds",
-        S,
-        "Half the interquartile range of the per-interruption untraced cost",
-        |s, o| {
-            for (class, k, _) in s.calibration_rows() {
-                o.push((vec![("class", class.to_string())], k.spread_ns / 1e9));
-            }
-        },
-    ),
+    def(Gauge, "nettop_calibration_hidden_seconds", S, "Untraced cost of one interruption per class, and of a softirq run in an interrupt's tail (calibrated; basis measured or same_as_ipi)", calibration_hidden),
+    def(Gauge, "nettop_calibration_spread_seconds", S, "Half the interquartile range of the per-interruption untraced cost", calibration_spread),
     // Per CPU.
-    gauge(
-        "nettop_cpu_online",
-        None,
-        "1 if the CPU is online",
-        |s, o| per_cpu(s, o, |c| Some(if c.online { 1.0 } else { 0.0 })),
-    ),
-    counter(
-        "nettop_cpu_seconds",
-        S,
-        "CPU time per mode from /proc/stat (tick-sampled unless regime is irq_time_accounting)",
-        |s, o| {
-            for c in &s.cur.cpus {
-                let Some(t) = &c.times else { continue };
-                for (mode, v) in [
-                    ("user", t.user),
-                    ("nice", t.nice),
-                    ("system", t.system),
-                    ("idle", t.idle),
-                    ("iowait", t.iowait),
-                    ("irq", t.irq),
-                    ("softirq", t.softirq),
-                    ("steal", t.steal),
-                ] {
-                    let l = vec![("cpu", c.cpu.to_string()), ("mode", mode.to_string())];
-                    o.push((l, v as f64 / s.tck));
-                }
-            }
-        },
-    ),
-    counter(
-        "nettop_cpu_traced_hardirq_seconds",
-        S,
-        "Device hardirq time traced by BPF",
-        |s, o| per_cpu_irq(s, o, |a| secs(a.hardirq_ns)),
-    ),
-    counter(
-        "nettop_cpu_traced_sysvec_seconds",
-        S,
-        "x86 system vector time (timer, IPIs) traced by BPF",
-        |s, o| per_cpu_irq(s, o, |a| secs(a.sysvec_ns)),
-    ),
-    counter(
-        "nettop_cpu_traced_softirq_seconds",
-        S,
-        "Softirq time traced by BPF per vector and context (stolen: run in an interrupted task; inline: raised and run by the task itself; ksoftirqd)",
-        |s, o| {
-            for c in &s.cur.cpus {
-                let Some(a) = &c.irq else { continue };
-                for (ctx, cname) in [
-                    (CTX_STOLEN, "stolen"),
-                    (CTX_INLINE, "inline"),
-                    (CTX_KSOFTIRQD, "ksoftirqd"),
-                ] {
-                    for (v, vname) in SOFTIRQ_NAMES.iter().enumerate() {
-                        // Only vectors that ever ran: cumulative, so a series
-                        // never disappears once it exists.
-                        let ns = a.softirq_ns[ctx][v];
-                        if ns > 0 {
-                            let l = vec![
-                                ("cpu", c.cpu.to_string()),
-                                ("vector", vname.to_ascii_lowercase()),
-                                ("context", cname.to_string()),
-                            ];
-                            o.push((l, secs(ns)));
-                        }
-                    }
-                }
-            }
-        },
-    ),
-    counter(
-        "nettop_cpu_interrupts",
-        None,
-        "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)",
-        |s, o| {
-            for c in &s.cur.cpus {
-                let Some(a) = &c.irq else { continue };
-                for (kind, n) in [("hardirq", a.hardirq_count), ("sysvec", a.sysvec_count)] {
-                    let l = vec![("cpu", c.cpu.to_string()), ("kind", kind.into())];
-                    o.push((l, n as f64));
-                }
-            }
-        },
-    ),
-    counter(
-        "nettop_cpu_hidden_seconds",
-        S,
-        "Estimated untraced interrupt cost on this CPU: interruptions by class x calibrated cost",
-        |s, o| {
-            if let Some(cal) = s.cal {
-                per_cpu_irq(s, o, |a| cal.hidden_ns(a) / 1e9);
-            }
-        },
-    ),
-    counter(
-        "nettop_cpu_net_rx_seconds",
-        S,
-        "Time in NET_RX softirq (net_rx_action), nested hardirqs removed",
-        |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns)),
-    ),
-    counter(
-        "nettop_cpu_net_rx_actions",
-        None,
-        "NET_RX softirq runs",
-        |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64),
-    ),
-    counter(
-        "nettop_cpu_net_rx_restarts",
-        None,
-        "NET_RX re-raised from inside NET_RX (budget or time limit ran out)",
-        |s, o| per_cpu_net(s, o, |n| n.net_rx_restarts as f64),
-    ),
-    gauge(
-        "nettop_cpu_net_rx_max_seconds",
-        S,
-        "Longest single NET_RX run since the collector started",
-        |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_max_ns)),
-    ),
-    counter(
-        "nettop_cpu_napi_polls",
-        None,
-        "napi polls on this CPU",
-        |s, o| per_cpu_net(s, o, |n| n.napi_polls as f64),
-    ),
-    counter(
-        "nettop_cpu_napi_packets",
-        None,
-        "Packets processed by napi polls on this CPU",
-        |s, o| per_cpu_net(s, o, |n| n.napi_work as f64),
-    ),
-    counter(
-        "nettop_cpu_napi_budget_exhausted",
-        None,
-        "napi polls that used their whole budget",
-        |s, o| per_cpu_net(s, o, |n| n.napi_budget_exhausted as f64),
-    ),
-    counter(
-        "nettop_softnet_processed_packets",
-        None,
-        "Packets processed (/proc/net/softnet_stat)",
-        |s, o| per_cpu_softnet(s, o, |n| n.processed as f64),
-    ),
-    counter(
-        "nettop_softnet_dropped_packets",
-        None,
-        "Packets dropped, backlog full (/proc/net/softnet_stat)",
-        |s, o| per_cpu_softnet(s, o, |n| n.dropped as f64),
-    ),
-    counter(
-        "nettop_softnet_time_squeeze",
-        None,
-        "NET_RX runs that ran out of budget or time (/proc/net/softnet_stat)",
-        |s, o| per_cpu_softnet(s, o, |n| n.time_squeeze as f64),
-    ),
-    counter(
-        "nettop_softnet_rps_received",
-        None,
-        "RPS IPIs received (/proc/net/softnet_stat)",
-        |s, o| per_cpu_softnet(s, o, |n| n.received_rps as f64),
-    ),
+    def(Gauge, "nettop_cpu_online", NO, "1 if the CPU is online", |s, o| per_cpu(s, o, |c| Some(if c.online { 1.0 } else { 0.0 }))),
+    def(Counter, "nettop_cpu_seconds", S, "CPU time per mode from /proc/stat (tick-sampled unless regime is irq_time_accounting)", cpu_seconds),
+    def(Counter, "nettop_cpu_traced_hardirq_seconds", S, "Device hardirq time traced by BPF", |s, o| per_cpu_irq(s, o, |a| secs(a.hardirq_ns))),
+    def(Counter, "nettop_cpu_traced_sysvec_seconds", S, "x86 system vector time (timer, IPIs) traced by BPF", |s, o| per_cpu_irq(s, o, |a| secs(a.sysvec_ns))),
+    def(Counter, "nettop_cpu_traced_softirq_seconds", S, "Softirq time traced by BPF per vector and context (stolen: run in an interrupted task; inline: raised and run by the task itself; ksoftirqd)", cpu_traced_softirq),
+    def(Counter, "nettop_cpu_interrupts", NO, "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)", cpu_interrupts),
+    def(Counter, "nettop_cpu_hidden_seconds", S, "Estimated untraced interrupt cost on this CPU: interruptions by class x calibrated cost", cpu_hidden),
+    def(Counter, "nettop_cpu_net_rx_seconds", S, "Time in NET_RX softirq (net_rx_action), nested hardirqs removed", |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns))),
+    def(Counter, "nettop_cpu_net_rx_actions", NO, "NET_RX softirq runs", |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64)),
+    def(Counter, "nettop_cpu_net_rx_restarts", NO, "NET_RX re-raised from inside NET_RX (budget or time limit ran out)", |s, o| per_cpu_net(s, o, |n| n.net_rx_restarts as f64)),
+    def(Gauge, "nettop_cpu_net_rx_max_seconds", S, "Longest single NET_RX run since the collector started", |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_max_ns))),
+    def(Counter, "nettop_cpu_napi_polls", NO, "napi polls on this CPU", |s, o| per_cpu_net(s, o, |n| n.napi_polls as f64)),
+    def(Counter, "nettop_cpu_napi_packets", NO, "Packets processed by napi polls on this CPU", |s, o| per_cpu_net(s, o, |n| n.napi_work as f64)),
+    def(Counter, "nettop_cpu_napi_budget_exhausted", NO, "napi polls that used their whole budget", |s, o| per_cpu_net(s, o, |n| n.napi_budget_exhausted as f64)),
+    def(Counter, "nettop_softnet_processed_packets", NO, "Packets processed (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.processed as f64)),
+    def(Counter, "nettop_softnet_dropped_packets", NO, "Packets dropped, backlog full (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.dropped as f64)),
+    def(Counter, "nettop_softnet_time_squeeze", NO, "NET_RX runs that ran out of budget or time (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.time_squeeze as f64)),
+    def(Counter, "nettop_softnet_rps_received", NO, "RPS IPIs received (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.received_rps as f64)),
     // napi instances, summed over the CPUs that polled them.
-    counter(
-        "nettop_napi_polls",
-        None,
-        "Polls per napi instance",
-        |s, o| per_napi(s, o, |n| n.polls),
-    ),
-    counter(
-        "nettop_napi_packets",
-        None,
-        "Packets processed per napi instance",
-        |s, o| per_napi(s, o, |n| n.work),
-    ),
-    counter(
-        "nettop_napi_budget_exhausted",
-        None,
-        "Polls that used their whole budget per napi instance",
-        |s, o| per_napi(s, o, |n| n.budget_exhausted),
-    ),
+    def(Counter, "nettop_napi_polls", NO, "Polls per napi instance", |s, o| per_napi(s, o, |n| n.polls)),
+    def(Counter, "nettop_napi_packets", NO, "Packets processed per napi instance", |s, o| per_napi(s, o, |n| n.work)),
+    def(Counter, "nettop_napi_budget_exhausted", NO, "Polls that used their whole budget per napi instance", |s, o| per_napi(s, o, |n| n.budget_exhausted)),
     // Devices, busiest first, bounded.
-    counter(
-        "nettop_network_receive_bytes",
-        Some("bytes"),
-        "Bytes received per device",
-        |s, o| per_device(s, o, |d| d.rx_bytes),
-    ),
-    counter(
-        "nettop_network_transmit_bytes",
-        Some("bytes"),
-        "Bytes transmitted per device",
-        |s, o| per_device(s, o, |d| d.tx_bytes),
-    ),
-    counter(
-        "nettop_network_receive_packets",
-        None,
-        "Packets received per device",
-        |s, o| per_device(s, o, |d| d.rx_packets),
-    ),
-    counter(
-        "nettop_network_transmit_packets",
-        None,
-        "Packets transmitted per device",
-        |s, o| per_device(s, o, |d| d.tx_packets),
-    ),
-    counter(
-        "nettop_network_receive_dropped_packets",
-        None,
-        "Received packets dropped per device",
-        |s, o| per_device(s, o, |d| d.rx_dropped),
-    ),
+    def(Counter, "nettop_network_receive_bytes", B, "Bytes received per device", |s, o| per_device(s, o, |d| d.rx_bytes)),
+    def(Counter, "nettop_network_transmit_bytes", B, "Bytes transmitted per device", |s, o| per_device(s, o, |d| d.tx_bytes)),
+    def(Counter, "nettop_network_receive_packets", NO, "Packets received per device", |s, o| per_device(s, o, |d| d.rx_packets)),
+    def(Counter, "nettop_network_transmit_packets", NO, "Packets transmitted per device", |s, o| per_device(s, o, |d| d.tx_packets)),
+    def(Counter, "nettop_network_receive_dropped_packets", NO, "Received packets dropped per device", |s, o| per_device(s, o, |d| d.rx_dropped)),
     // Tasks: top-N by stolen time over the last interval.
-    counter(
-        "nettop_task_cpu_seconds",
-        S,
-        "CPU time as top sees it (utime/stime ticks), top-N tasks by stolen time",
-        |s, o| {
-            for t in &s.tasks {
-                for (mode, ticks) in [("user", t.utime), ("system", t.stime)] {
-                    let mut l = s.task_labels(t);
-                    l.push(("mode", mode.into()));
-                    o.push((l, ticks as f64 / s.tck));
+    def(Counter, "nettop_task_cpu_seconds", S, "CPU time as top sees it (utime/stime ticks), top-N tasks by stolen time", task_cpu_seconds),
+    def(Counter, "nettop_task_on_cpu_seconds", S, "Scheduler on-CPU time (schedstat), top-N tasks by stolen time", |s, o| per_task(s, o, |t| Some(secs(t.on_cpu_ns)))),
+    def(Counter, "nettop_task_stolen_seconds", S, "Hardirq, system vector and softirq time run in the task's context for others, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.stolen_ns())))),
+    def(Counter, "nettop_task_hidden_seconds", S, "Estimated untraced cost of the interruptions in the task's context (calibrated), top-N tasks", task_hidden),
+    def(Counter, "nettop_task_softirq_inline_seconds", S, "Softirq time the task raised and ran itself, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.softirq_ctx_ns(CTX_INLINE))))),
+    def(Counter, "nettop_task_interruptions", NO, "Hardirqs and system vectors that interrupted the task, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| a.interruptions() as f64))),
+    // Collector health.
+    def(Counter, "nettop_bpf_map_full", NO, "Interrupt records lost because the task map was full", |s, o| health(s, o, |h| h.map_full as f64)),
+    def(Counter, "nettop_bpf_map_full_lost_seconds", S, "Interrupt time lost because the task map was full", |s, o| health(s, o, |h| secs(h.map_full_ns))),
+    def(Counter, "nettop_bpf_napi_map_full", NO, "napi records lost because the device table was full", |s, o| health(s, o, |h| h.napi_map_full as f64)),
+    def(Counter, "nettop_bpf_unmatched_exits", NO, "Exit events without a matching entry (not counted)", |s, o| health(s, o, |h| h.unmatched_exits as f64)),
+    def(Counter, "nettop_bpf_recursion_misses", NO, "BPF programs skipped because another ran on the CPU", |s, o| health(s, o, |h| h.recursion_misses as f64)),
+    def(Counter, "nettop_bpf_program_run_seconds", S, "Run time of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| secs(p.run_time_ns))),
+    def(Counter, "nettop_bpf_program_runs", NO, "Runs of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| p.run_cnt as f64)),
+    // The cost of a received packet over the last interval (model::cost).
+    def(Gauge, "nettop_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet over the last interval, all CPUs", netcost::host_per_packet),
+    def(Gauge, "nettop_net_rx_cpu_percent_per_gbps", NO, "NET_RX CPU (percent of one CPU) per Gbit/s received by all devices over the last interval", netcost::host_per_gbps),
+    def(Gauge, "nettop_cpu_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet polled on this CPU over the last interval", netcost::cpu_per_packet),
+    def(Gauge, "nettop_device_net_rx_per_packet_seconds", S, "NET_RX time per packet polled by the device's napi instances over the last interval", netcost::device_per_packet),
+    def(Gauge, "nettop_device_net_rx_cpu_percent_per_gbps", NO, "NET_RX CPU (percent of one CPU) charged to the device per Gbit/s it received", netcost::device_per_gbps),
+    // Device configuration from the topology (model::devconf).
+    def(Info, "nettop_device_xdp", NO, "XDP attachment per device: mode and program id (0 when none)", netcost::xdp),
+    def(Info, "nettop_device_rx_queue", NO, "RX queue steering: RPS CPUs, IRQ and where it lands", netcost::rx_queue),
+    def(Gauge, "nettop_device_rx_queue_rss_weight", NO, "RSS indirection table entries pointing at the queue", netcost::rss_weight),
+    def(Info, "nettop_device_flow_rule", NO, "Flow-steering (ntuple) rule: match and action", netcost::flow_rule),
+];
+
+// Readers longer than a table cell, in table order.
+
+fn host(s: &Scrape, o: &mut Samples) {
+    let source = match s.cur.source {
+        Source::Bpf => "bpf",
+        Source::ProcOnly => "proc_only",
+    };
+    let labels = vec![
+        ("hostname", s.host.hostname.clone()),
+        ("kernel", s.host.kernel.clone()),
+        ("regime", regime_label(s.host.regime).to_string()),
+        ("source", source.to_string()),
+    ];
+    o.push((labels, 1.0));
+}
+
+fn calibration_hidden(s: &Scrape, o: &mut Samples) {
+    for (class, k, basis) in s.calibration_rows() {
+        let l = vec![("class", class.to_string()), ("basis", basis.to_string())];
+        o.push((l, k.hidden_ns / 1e9));
+    }
+}
+
+fn calibration_spread(s: &Scrape, o: &mut Samples) {
+    for (class, k, _) in s.calibration_rows() {
+        o.push((vec![("class", class.to_string())], k.spread_ns / 1e9));
+    }
+}
+
+fn cpu_seconds(s: &Scrape, o: &mut Samples) {
+    for c in &s.cur.cpus {
+        let Some(t) = &c.times else { continue };
+        for (mode, v) in [
+            ("user", t.user),
+            ("nice", t.nice),
+            ("system", t.system),
+            ("idle", t.idle),
+            ("iowait", t.iowait),
+            ("irq", t.irq),
+            ("softirq", t.softirq),
+            ("steal", t.steal),
+        ] {
+            let l = vec![("cpu", c.cpu.to_string()), ("mode", mode.to_string())];
+            o.push((l, v as f64 / s.tck));
+        }
+    }
+}
+
+fn cpu_traced_softirq(s: &Scrape, o: &mut Samples) {
+    for c in &s.cur.cpus {
+        let Some(a) = &c.irq else { continue };
+        for (ctx, cname) in [
+            (CTX_STOLEN, "stolen"),
+            (CTX_INLINE, "inline"),
+            (CTX_KSOFTIRQD, "ksoftirqd"),
+        ] {
+            for (v, vname) in SOFTIRQ_NAMES.iter().enumerate() {
+                // Only vectors that ever ran: cumulative, so a series
+                // never disappears once it exists.
+                let ns = a.softirq_ns[ctx][v];
+                if ns > 0 {
+                    let l = vec![
+                        ("cpu", c.cpu.to_string()),
+                        ("vector", vname.to_ascii_lowercase()),
+                        ("context", cname.to_string()),
+                    ];
+                    o.push((l, secs(ns)));
                 }
             }
-        },
-    ),
-    counter(
-        "nettop_task_on_cpu_seconds",
-        S,
-        "Scheduler on-CPU time (schedstat), top-N tasks by stolen time",
-        |s, o| per_task(s, o, |t| Some(secs(t.on_cpu_ns))),
-    ),
-    counter(
-        "nettop_task_stolen_seconds",
-        S,
-        "Hardirq, system vector and softirq time run in the task's context for others, top-N tasks",
-        |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.stolen_ns()))),
-    ),
-    counter(
-        "nettop_task_hidden_seconds",
-        S,
-        "Estimated untraced cost of the interruptions in the task's context (calibrated), top-N tasks",
-        |s, o| {
-            if let Some(cal) = s.cal {
-                per_task(s, o, |t| t.irq.as_ref().map(|a| cal.hidden_ns(a) / 1e9));
-            }
-        },
-    ),
-    counter(
-        "nettop_task_softirq_inline_seconds",
-        S,
-        "Softirq time the task raised and ran itself, top-N tasks",
-        |s, o| {
-            per_task(s, o, |t| {
-                t.irq.as_ref().map(|a| secs(a.softirq_ctx_ns(CTX_INLINE)))
-            })
-        },
-    ),
-    counter(
-        "nettop_task_interruptions",
-        None,
-        "Hardirqs and system vectors that interrupted the task, top-N tasks",
-        |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| a.interruptions() as f64)),
-    ),
-    // Collector health.
-    counter(
-        "nettop_bpf_map_full",
-        None,
-        "Interrupt records lost because the task map was full",
-        |s, o| health(s, o, |h| h.map_full as f64),
-    ),
-    counter(
-        "nettop_bpf_map_full_lost_seconds",
-        S,
-        "Interrupt time lost because the task map was full",
-        |s, o| health(s, o, |h| secs(h.map_full_ns)),
-    ),
-    counter(
-        "nettop_bpf_napi_map_full",
-        None,
-        "napi records lost because the device table was full",
-        |s, o| health(s, o, |h| h.napi_map_full as f64),
-    ),
-    counter(
-        "nettop_bpf_unmatched_exits",
-        None,
-        "Exit events without a matching entry (not counted)",
-        |s, o| health(s, o, |h| h.unmatched_exits as f64),
-    ),
-    counter(
-        "nettop_bpf_recursion_misses",
-        None,
-        "BPF programs skipped because another ran on the CPU",
-        |s, o| health(s, o, |h| h.recursion_misses as f64),
-    ),
-    counter(
-        "nettop_bpf_program_run_seconds",
-        S,
-        "Run time of nettop's BPF programs (with --bpf-stats)",
-        |s, o| per_program(s, o, |p| secs(p.run_time_ns)),
-    ),
-    counter(
-        "nettop_bpf_program_runs",
-        None,
-        "Runs of nettop's BPF programs (with --bpf-stats)",
-        |s, o| per_program(s, o, |p| p.run_cnt as f64),
-    ),
-    // The cost of a received packet over the last interval (model::cost).
-    gauge(
-        "nettop_net_rx_per_packet_seconds",
-        S,
-        "NET_RX softirq time per packet over the last interval, all CPUs",
-        netcost::host_per_packet,
-    ),
-    gauge(
-        "nettop_net_rx_cpu_percent_per_gbps",
-        None,
-        "NET_RX CPU (percent of one CPU) per Gbit/s received by all devices over the last interval",
-        netcost::host_per_gbps,
-    ),
-    gauge(
-        "nettop_cpu_net_rx_per_packet_seconds",
-        S,
-        "NET_RX softirq time per packet polled on this CPU over the last interval",
-        netcost::cpu_per_packet,
-    ),
-    gauge(
-        "nettop_device_net_rx_per_packet_seconds",
-        S,
-        "NET_RX time per packet polled by the device's napi instances over the last interval",
-        netcost::device_per_packet,
-    ),
-    gauge(
-        "nettop_device_net_rx_cpu_percent_per_gbps",
-        None,
-        "NET_RX CPU (percent of one CPU) charged to the device per Gbit/s it received",
-        netcost::device_per_gbps,
-    ),
-    // Device configuration from the topology (model::devconf).
-    Def {
-        name: "nettop_device_xdp",
-        kind: Kind::Info,
-        unit: None,
-        help: "XDP attachment per device: mode and program id (0 when none)",
-        samples: netcost::xdp,
-    },
-    Def {
-        name: "nettop_device_rx_queue",
-        kind: Kind::Info,
-        unit: None,
-        help: "RX queue steering: RPS CPUs, IRQ and where it lands",
-        samples: netcost::rx_queue,
-    },
-    gauge(
-        "nettop_device_rx_queue_rss_weight",
-        None,
-        "RSS indirection table entries pointing at the queue",
-        netcost::rss_weight,
-    ),
-    Def {
-        name: "nettop_device_flow_rule",
-        kind: Kind::Info,
-        unit: None,
-        help: "Flow-steering (ntuple) rule: match and action",
-        samples: netcost::flow_rule,
-    },
-];
+        }
+    }
+}
+
+fn cpu_interrupts(s: &Scrape, o: &mut Samples) {
+    for c in &s.cur.cpus {
+        let Some(a) = &c.irq else { continue };
+        for (kind, n) in [("hardirq", a.hardirq_count), ("sysvec", a.sysvec_count)] {
+            let l = vec![("cpu", c.cpu.to_string()), ("kind", kind.into())];
+            o.push((l, n as f64));
+        }
+    }
+}
+
+fn cpu_hidden(s: &Scrape, o: &mut Samples) {
+    if let Some(cal) = s.cal {
+        per_cpu_irq(s, o, |a| cal.hidden_ns(a) / 1e9);
+    }
+}
+
+fn task_cpu_seconds(s: &Scrape, o: &mut Samples) {
+    for t in &s.tasks {
+        for (mode, ticks) in [("user", t.utime), ("system", t.stime)] {
+            let mut l = s.task_labels(t);
+            l.push(("mode", mode.into()));
+            o.push((l, ticks as f64 / s.tck));
+        }
+    }
+}
+
+fn task_hidden(s: &Scrape, o: &mut Samples) {
+    if let Some(cal) = s.cal {
+        per_task(s, o, |t| t.irq.as_ref().map(|a| cal.hidden_ns(a) / 1e9));
+    }
+}
 
 /// Builds the metric families of `cur`; `prev` (the sample before) only
 /// ranks tasks by their recent stolen time.

@@ -7,15 +7,17 @@
 use std::collections::HashSet;
 
 use ratatui::Frame as TermFrame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::app::App;
-use super::style::{Sty, fit};
-use super::views::View;
+use super::{Col, View, mark_selected, on_screen, table_head};
 use crate::model::frame::Frame;
+use crate::model::raw::NET_RX;
 use crate::output::format::fmt_pct;
+use crate::ui::app::App;
+use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit};
 
 /// One line of the grouped view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +31,7 @@ pub enum CgRow {
 /// Lines in display order: groups by STOLEN% (most first when
 /// `descending`), each expanded one followed by its processes (most
 /// stolen-from first). A filter keeps groups whose name or path contains it.
-pub fn build_rows(
+pub fn rows(
     frame: Option<&Frame>,
     expanded: &HashSet<u64>,
     descending: bool,
@@ -77,7 +79,7 @@ pub fn group_id(frame: Option<&Frame>, row: CgRow) -> Option<u64> {
     }
 }
 
-pub fn header_text(app: &App) -> String {
+pub(crate) fn header(app: &App) -> String {
     format!(
         "Containers (grouped by cgroup, c: back to processes) · sort STOLEN%{} │ Enter/→ ← expand/collapse · \
          CPUS = what its cpuset allows, RX% = receive work on them, RX ON = allowed CPUs with ≥1% of it",
@@ -85,7 +87,7 @@ pub fn header_text(app: &App) -> String {
     )
 }
 
-const COLS: [(&str, u16, bool); 11] = [
+const COLS: [Col; 11] = [
     ("CGROUP", 40, false),
     ("PROCS", 5, true),
     ("TOP%", 6, true),
@@ -99,43 +101,21 @@ const COLS: [(&str, u16, bool); 11] = [
     ("PATH", 20, false),
 ];
 
-pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
-    let header = Row::new(
-        COLS.iter()
-            .map(|(t, w, r)| Cell::from(fit(t, *w as usize, *r)))
-            .collect::<Vec<_>>(),
-    )
-    .style(s.header());
-    let widths: Vec<Constraint> = COLS
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if i == COLS.len() - 1 {
-                Constraint::Min(c.1)
-            } else {
-                Constraint::Length(c.1)
-            }
-        })
-        .collect();
+pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    let (header, widths) = table_head(&COLS, |_| true, s);
     let Some(frame) = &app.frame else {
         f.render_widget(Table::new(Vec::<Row>::new(), widths).header(header), area);
         return;
     };
     let w = |i: usize| COLS[i].1 as usize;
-    let visible = area.height.saturating_sub(1) as usize;
-    let pos = app.pos[View::Processes.index()];
     let rows: Vec<Row> = if frame.cgroups.is_empty() {
         vec![Row::new(vec![Cell::from(Span::styled(
             "no cgroup information in this frame (a recording made before nettop read cgroups)",
             s.dim(),
         ))])]
     } else {
-        app.cg_rows
-            .iter()
-            .enumerate()
-            .skip(pos.offset)
-            .take(visible)
-            .map(|(i, r)| {
+        on_screen(app, View::Processes, area, &app.cg_rows)
+            .map(|(r, selected)| {
                 let cells = match *r {
                     CgRow::Group(g) => {
                         let c = &frame.cgroups[g];
@@ -144,10 +124,10 @@ pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                         } else {
                             "▸ "
                         };
-                        let stolen = if c.stolen_pct >= super::style::STOLEN_MARK_PCT {
+                        let stolen = if c.stolen_pct >= STOLEN_MARK_PCT {
                             s.stolen()
                         } else {
-                            ratatui::style::Style::new()
+                            Style::new()
                         };
                         vec![
                             Cell::from(fit(&format!("{mark}{}", c.name), w(0), false)),
@@ -177,7 +157,7 @@ pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                                     false,
                                 ),
                                 if c.rx_cpus.is_empty() {
-                                    ratatui::style::Style::new()
+                                    Style::new()
                                 } else {
                                     s.net_rx()
                                 },
@@ -192,11 +172,7 @@ pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                             Cell::from(""),
                             Cell::from(fit(&fmt_pct(t.top_pct), w(2), true)),
                             Cell::from(fit(&fmt_pct(t.stolen_pct), w(3), true)),
-                            Cell::from(fit(
-                                &fmt_pct(t.softirq_stolen_pct[crate::model::raw::NET_RX]),
-                                w(4),
-                                true,
-                            )),
+                            Cell::from(fit(&fmt_pct(t.softirq_stolen_pct[NET_RX]), w(4), true)),
                             Cell::from(fit(&fmt_pct(t.hidden_pct), w(5), true)),
                             Cell::from(fit(&fmt_pct(t.true_pct), w(6), true)),
                             Cell::from(fit(&t.affinity, w(7), false)),
@@ -206,12 +182,7 @@ pub(super) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                         ]
                     }
                 };
-                let row = Row::new(cells);
-                if i == pos.selected {
-                    row.style(s.selected())
-                } else {
-                    row
-                }
+                mark_selected(Row::new(cells), selected, s)
             })
             .collect()
     };
