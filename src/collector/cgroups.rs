@@ -92,6 +92,19 @@ impl Mounts {
         m
     }
 
+    /// The directory of v2 cgroup `path` (as `/proc/PID/cgroup` names it)
+    /// under the cgroup2 mount; `None` when v2 is not mounted or the path
+    /// lies outside the sub-tree this mount shows.
+    pub fn v2_dir(&self, path: &str) -> Option<String> {
+        let (point, mroot) = self.v2.as_ref()?;
+        under(point, mroot, path)
+    }
+
+    /// The same for the v1 cpuset hierarchy (mounted with its root at "/").
+    pub fn v1_cpuset_dir(&self, path: &str) -> Option<String> {
+        under(self.v1_cpuset.as_ref()?, "/", path)
+    }
+
     /// Reads the mount table under `root`; a tree without one (a fixture)
     /// is probed at the usual places.
     pub fn detect(root: &Sysroot) -> Mounts {
@@ -113,6 +126,21 @@ impl Mounts {
         }
         m
     }
+}
+
+/// `path` in the hierarchy → its directory under a mount of the hierarchy's
+/// sub-tree `mount_root` at `point`.
+fn under(point: &str, mount_root: &str, path: &str) -> Option<String> {
+    let prefix = mount_root.trim_end_matches('/');
+    let rel = path.strip_prefix(prefix)?;
+    if !(rel.is_empty() || rel.starts_with('/')) {
+        return None;
+    }
+    Some(format!(
+        "{}{}",
+        point.trim_end_matches('/'),
+        rel.trim_end_matches('/')
+    ))
 }
 
 /// Walks the v2 hierarchy below `mount`: directory inode (= cgroup id) →

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::net::{NetNs, nics_of, socket_inodes};
 use super::{Nic, ThreadInfo};
+use crate::collector::cgroups::Mounts;
 use crate::cpuset::CpuSet;
 use crate::sysroot::Sysroot;
 
@@ -60,9 +61,12 @@ fn workload(text: &str) -> Option<String> {
         .or_else(|| pc.v1_path().and_then(label))
 }
 
-/// cgroup path and the effective cpuset it imposes, from `/proc/PID/cgroup`.
+/// cgroup path and the effective cpuset it imposes, from `/proc/PID/cgroup`,
+/// looked up where this host mounts the hierarchies (v2-only, hybrid with
+/// v2 at `unified`, v1, or a container's sub-tree).
 fn cgroup_cpuset_of(
     root: &Sysroot,
+    mounts: &Mounts,
     text: &str,
     cache: &mut HashMap<String, Option<CpuSet>>,
 ) -> (Option<String>, Option<CpuSet>) {
@@ -79,30 +83,38 @@ fn cgroup_cpuset_of(
             v1 = Some(path.to_string());
         }
     }
-    let (path, candidates): (String, Vec<String>) = if let Some(p) = v1 {
-        let base = format!("/sys/fs/cgroup/cpuset{}", p.trim_end_matches('/'));
-        (
-            p,
-            vec![
-                format!("{base}/cpuset.effective_cpus"),
-                format!("{base}/cpuset.cpus"),
-            ],
-        )
-    } else if let Some(p) = v2 {
-        // cpuset.cpus.effective exists only where the controller is enabled:
-        // walk up to the nearest cgroup that has it.
-        let mut c = Vec::new();
-        let mut cur = p.trim_end_matches('/').to_string();
-        loop {
-            c.push(format!("/sys/fs/cgroup{cur}/cpuset.cpus.effective"));
-            match cur.rfind('/') {
-                Some(i) if !cur.is_empty() => cur.truncate(i),
-                _ => break,
-            }
+    let (path, candidates): (String, Vec<String>) = match (v1, v2) {
+        (Some(p), _) if mounts.v1_cpuset.is_some() => {
+            let Some(base) = mounts.v1_cpuset_dir(&p) else {
+                return (Some(p), None);
+            };
+            (
+                p,
+                vec![
+                    format!("{base}/cpuset.effective_cpus"),
+                    format!("{base}/cpuset.cpus"),
+                ],
+            )
         }
-        (p, c)
-    } else {
-        return (None, None);
+        (_, Some(p)) => {
+            // cpuset.cpus.effective exists only where the controller is
+            // enabled: walk up to the nearest cgroup that has it, no higher
+            // than the mount shows.
+            let mut c = Vec::new();
+            let mut cur = p.trim_end_matches('/').to_string();
+            loop {
+                if let Some(dir) = mounts.v2_dir(&cur) {
+                    c.push(format!("{dir}/cpuset.cpus.effective"));
+                }
+                match cur.rfind('/') {
+                    Some(i) if !cur.is_empty() => cur.truncate(i),
+                    _ => break,
+                }
+            }
+            (p, c)
+        }
+        (Some(p), None) => (p, Vec::new()),
+        (None, None) => return (None, None),
     };
     let key = candidates.first().cloned().unwrap_or_default();
     let set = cache
@@ -172,6 +184,7 @@ pub(super) fn load_threads(
         .collect();
     let own_ns = std::fs::read_link(root.path("/proc/self/ns/net")).ok();
     let mut cg_cache = HashMap::new();
+    let mounts = Mounts::detect(root);
     let mut ns_cache: HashMap<String, NetNs> = HashMap::new();
     let mut out = Vec::new();
     let mut irqbalance_pid = None;
@@ -180,7 +193,7 @@ pub(super) fn load_threads(
         let tids = numeric_dirs(root, &format!("/proc/{pid}/task"));
         let cg_text = root.read_opt(format!("/proc/{pid}/cgroup"));
         let (cgroup, cpuset) = match &cg_text {
-            Some(t) => cgroup_cpuset_of(root, t, &mut cg_cache),
+            Some(t) => cgroup_cpuset_of(root, &mounts, t, &mut cg_cache),
             None => (None, None),
         };
         let workload = cg_text.as_deref().and_then(workload);
@@ -304,5 +317,66 @@ mod tests {
         assert_eq!(s.comm, "a (b) c");
         assert_eq!(s.flags & PF_KTHREAD, PF_KTHREAD);
         assert_eq!(s.last_cpu, Some(7));
+    }
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let f = d.path().join(p.trim_start_matches('/'));
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        }
+        d
+    }
+
+    fn cpuset(d: &tempfile::TempDir, cgroup: &str) -> Option<String> {
+        let root = Sysroot::new(d.path());
+        let mounts = Mounts::detect(&root);
+        cgroup_cpuset_of(&root, &mounts, cgroup, &mut HashMap::new())
+            .1
+            .map(|c| c.to_list())
+    }
+
+    /// A container that sees its own sub-tree of the hierarchy mounted at
+    /// /sys/fs/cgroup (no cgroup namespace): the path /proc names is the
+    /// full one, the files are under the mount without the prefix.
+    #[test]
+    fn cpuset_of_a_subtree_mount_is_the_cgroups_own() {
+        let d = tree(&[
+            (
+                "/proc/self/mountinfo",
+                "35 30 0:30 /kubepods/pod1 /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n",
+            ),
+            ("/sys/fs/cgroup/cpuset.cpus.effective", "0-3\n"),
+            ("/sys/fs/cgroup/ctr/cpuset.cpus.effective", "2-3\n"),
+        ]);
+        assert_eq!(
+            cpuset(&d, "0::/kubepods/pod1/ctr\n").as_deref(),
+            Some("2-3")
+        );
+        // Walking up stops at the mount's root.
+        assert_eq!(
+            cpuset(&d, "0::/kubepods/pod1/other\n").as_deref(),
+            Some("0-3")
+        );
+        // Outside what the mount shows: unknown, not some other cgroup's.
+        assert_eq!(cpuset(&d, "0::/system.slice/x\n"), None);
+    }
+
+    /// v1 cpuset where mountinfo says, not at a guessed path.
+    #[test]
+    fn v1_cpuset_is_found_through_mountinfo() {
+        let d = tree(&[
+            (
+                "/proc/self/mountinfo",
+                "31 30 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
+                 40 30 0:35 / /sys/fs/cgroup/cpuset,cpu rw - cgroup cgroup rw,cpuset,cpu\n",
+            ),
+            ("/sys/fs/cgroup/cpuset,cpu/app/cpuset.cpus", "1\n"),
+        ]);
+        assert_eq!(
+            cpuset(&d, "5:cpuset,cpu:/app\n0::/app\n").as_deref(),
+            Some("1")
+        );
     }
 }
