@@ -116,7 +116,8 @@ fn share(w: u32, total: usize) -> String {
 }
 
 /// NT019: a queue RSS gives weight to has its IRQ on a pinned or isolated
-/// CPU, or on another NUMA node than the threads consuming the NIC.
+/// CPU, or on another NUMA node than the threads consuming the NIC. Runs
+/// after the IRQ rules, whose findings it completes rather than repeats.
 pub(super) fn nt019_rss_queue_irq(cx: &Ctx, out: &mut Vec<Finding>) {
     for (nic, st) in rss_nics(cx) {
         let weights = st.weights();
@@ -141,6 +142,26 @@ pub(super) fn nt019_rss_queue_irq(cx: &Ctx, out: &mut Vec<Finding>) {
                 remote_nodes(cx, &lands, &user_nodes)
             };
             if hit.is_empty() && remote.is_empty() {
+                continue;
+            }
+            // On a pinned or isolated CPU, NT002/NT003/NT007 already name
+            // this IRQ: what RSS adds (its share, and the fix of taking the
+            // queue out of the table) joins that finding, not a second one.
+            if !hit.is_empty()
+                && let Some(g) = out.iter_mut().find(|g| {
+                    matches!(g.rule, RuleId::Nt002 | RuleId::Nt003 | RuleId::Nt007)
+                        && g.irqs.contains(&irq)
+                })
+            {
+                g.evidence.push(format!(
+                    "{} rx-{q}: {}",
+                    nic.label(),
+                    share(*w, st.indir.len())
+                ));
+                if let Some(c) = weight_cmd(cx, nic, q, 0) {
+                    g.fix
+                        .push(format!("# or take {} rx-{q} out of RSS: {c}", nic.label()));
+                }
                 continue;
             }
             let summary = if !hit.is_empty() {
