@@ -17,8 +17,19 @@ use crate::model::frame::Frame;
 use crate::sysroot::Sysroot;
 use crate::ticker::Ticker;
 
-/// How often the topology (threads' pinning, IRQ affinity) is re-read.
+/// How often the topology (threads' pinning, IRQ affinity) is re-read, at
+/// the most.
 const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
+/// The topology thread's share of one CPU, at the most. A scan reads every
+/// thread's stat and affinity: most of a second of CPU at 30,000 threads,
+/// which every 15 s would cost more than the collector itself. There it is
+/// re-read less often instead, and the Pinning view says so.
+const TOPOLOGY_CPU_SHARE: f64 = 0.01;
+
+/// The wait before the next scan, given what the last one cost.
+fn topology_refresh(scan_cpu: Duration) -> Duration {
+    TOPOLOGY_REFRESH.max(scan_cpu.div_f64(TOPOLOGY_CPU_SHARE))
+}
 
 use crate::users::read_users;
 
@@ -151,7 +162,8 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
     std::thread::spawn(move || {
         let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
         loop {
-            let extras = match crate::topology::load(&opts) {
+            let cpu0 = crate::collector::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+            let mut extras = match crate::topology::load(&opts) {
                 Ok(t) => {
                     let ev = evidence
                         .as_ref()
@@ -161,6 +173,26 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
                 }
                 Err(e) => note_extras(LineKind::Warn, format!("topology unavailable: {e:#}")),
             };
+            let cpu = Duration::from_nanos(
+                crate::collector::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0),
+            );
+            let every = topology_refresh(cpu);
+            if every > TOPOLOGY_REFRESH
+                && let Some(p) = extras.pinning.as_mut()
+            {
+                p.insert(
+                    0,
+                    (
+                        LineKind::Note,
+                        format!(
+                            "re-checked every {} s: one check of this host costs {:.2} s of CPU",
+                            every.as_secs(),
+                            cpu.as_secs_f64()
+                        ),
+                    ),
+                );
+            }
+            ticker.set_period(every, Instant::now());
             if tx.send(Msg::Extras(extras)).is_err() {
                 return;
             }
@@ -370,6 +402,22 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_costly_topology_scan_is_repeated_less_often() {
+        assert_eq!(
+            topology_refresh(Duration::from_millis(20)),
+            TOPOLOGY_REFRESH
+        );
+        assert_eq!(
+            topology_refresh(Duration::from_millis(150)),
+            TOPOLOGY_REFRESH
+        );
+        assert_eq!(
+            topology_refresh(Duration::from_millis(900)),
+            Duration::from_secs(90)
+        );
+    }
     use crate::ui::fixtures;
 
     struct Fixed(Vec<Frame>);
