@@ -126,6 +126,17 @@ fn t(
     }
 }
 
+/// Away from the NIC queues: system vectors (ticks, IPIs) and the timer
+/// softirq, nothing else.
+fn vectors_only(sv_ms: u64, sv_n: u64) -> Irq {
+    Irq {
+        sv_ms,
+        sv_n,
+        timer_ms: 1,
+        ..Default::default()
+    }
+}
+
 /// What the NET_RX queue steered onto CPU 2 took from the worker pinned
 /// there.
 fn worker_irq() -> Irq {
@@ -160,12 +171,7 @@ fn tasks() -> Vec<T> {
         t(1, 1, "systemd", 0, 1, 8, 0, "0-7"),
         t(812, 812, "sshd", 0, 0, 2, 1, "0-7"),
         T {
-            irq: Irq {
-                sv_ms: 1,
-                sv_n: 120,
-                timer_ms: 1,
-                ..Default::default()
-            },
+            irq: vectors_only(1, 120),
             ..t(2001, 2001, "dataplane", 1000, 2, 20, 0, "0")
         },
         T {
@@ -173,12 +179,7 @@ fn tasks() -> Vec<T> {
             ..t(2001, 2002, "dp-worker-0", 1000, 98, 980, 2, "2")
         },
         T {
-            irq: Irq {
-                sv_ms: 2,
-                sv_n: 250,
-                timer_ms: 1,
-                ..Default::default()
-            },
+            irq: vectors_only(2, 250),
             ..t(2001, 2003, "dp-worker-1", 1000, 26, 260, 3, "3")
         },
         T {
@@ -274,12 +275,7 @@ fn cpu_irq(cpu: u32) -> IrqAcct {
             rx_ksoftirqd_ms: 600,
             ..iperf_irq()
         },
-        _ => Irq {
-            sv_ms: 2,
-            sv_n: 250,
-            timer_ms: 1,
-            ..Default::default()
-        },
+        _ => vectors_only(2, 250),
     }
     .acct()
 }
