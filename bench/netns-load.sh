@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by bench scripts: a pair of network namespaces joined by veth,
 # bounded iperf3 UDP traffic (1400-byte datagrams, unthrottled) between them pinned to one CPU, receive
-# processing steered by RPS to another CPU. Same setup as tests/accuracy.rs.
+# processing steered by RPS to another CPU. Same setup as tests/accuracy/.
 # Every name carries this shell's pid; netns_down removes everything.
 
 NT_NS_TX="nettop-b$$-tx"
