@@ -66,23 +66,40 @@ bench_bpf() {
     echo
     echo '`sysctl kernel.bpf_stats_enabled=1`; `bpftool prog show -j` sampled 10 s apart while `nettop -b -d 1` runs.'
     echo
+    rps_load_up 30
+    nettop_window 20 || return 1
+    rps_load_down
+    awk -v t="$WIN_TOTAL" -v n="$WIN_INTS" 'BEGIN {
+        printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t
+        if (n > 0) printf "Per interruption: %d interruptions/s, %.0f ns of BPF each (all programs).\n\n", n / 10, t / n }'
+}
+
+# rps_load_up SECS: bpf_stats on, the netns pair with RPS to CPU 1, SECS of
+# iperf3 UDP load and a victim on CPU 1 for most of it. rps_load_down undoes it.
+rps_load_up() {
     sysctl -qw kernel.bpf_stats_enabled=1
     netns_up 2
-    load_start 30 0
-    "$VICTIM" --cpu 1 --ms 25000 --summary >/dev/null &
+    load_start "$1" 0
+    "$VICTIM" --cpu 1 --ms $(($1 * 1000 - 5000)) --summary >/dev/null &
     BG+=($!)
-    "$NETTOP" -b -d 1 -n 20 >/dev/null &
+}
+
+rps_load_down() {
+    load_stop
+    netns_down
+    sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+}
+
+# nettop_window FRAMES: `nettop -b -d 1 -n FRAMES`, past its start-up, then
+# one bpf_window over it.
+nettop_window() {
+    "$NETTOP" -b -d 1 -n "$1" >/dev/null &
     local np=$!
     BG+=("$np")
     sleep 4
     bpf_window "$np" || return 1
     kill "$np" 2>/dev/null || true
-    load_stop
-    netns_down
-    sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
-    awk -v t="$WIN_TOTAL" -v n="$WIN_INTS" 'BEGIN {
-        printf "Total BPF run time: %.3f %% of one CPU (%d ns over 10 s).\n\n", t / 1e8, t
-        if (n > 0) printf "Per interruption: %d interruptions/s, %.0f ns of BPF each (all programs).\n\n", n / 10, t / n }'
+    wait "$np" 2>/dev/null || true
 }
 
 # bpf_window PID: the BPF programs PID holds (the prog_ids behind its open
@@ -129,22 +146,12 @@ bpf_window() {
 bench_floor() {
     echo "### The floor: empty and clock-only programs on the same tracepoints (netns iperf3 load, RPS -> CPU 1, victim on CPU 1)"
     echo
-    sysctl -qw kernel.bpf_stats_enabled=1
-    netns_up 2
     local rounds=${ROUNDS_FLOOR:-2} i
-    load_start $((rounds * 32 + 10)) 0
-    "$VICTIM" --cpu 1 --ms $((rounds * 32000 + 5000)) --summary >/dev/null &
-    BG+=($!)
+    rps_load_up $((rounds * 32 + 10))
     for ((i = 1; i <= rounds; i++)); do
         echo "#### Round $i: nettop"
         echo
-        "$NETTOP" -b -d 1 -n 16 >/dev/null &
-        local np=$!
-        BG+=("$np")
-        sleep 4
-        bpf_window "$np" || return 1
-        kill "$np" 2>/dev/null || true
-        wait "$np" 2>/dev/null || true
+        nettop_window 16 || return 1
         echo "#### Round $i: floor"
         echo
         local fifo=/tmp/nettop-bench-floor.$$
@@ -159,9 +166,7 @@ bench_floor() {
         wait "$fp" 2>/dev/null || true
         rm -f "$fifo"
     done
-    load_stop
-    netns_down
-    sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+    rps_load_down
 }
 
 # (b) Observer effect: the victim's work rate with nettop running vs not,
