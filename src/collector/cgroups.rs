@@ -92,17 +92,37 @@ impl Mounts {
         m
     }
 
-    /// The directory of v2 cgroup `path` (as `/proc/PID/cgroup` names it)
-    /// under the cgroup2 mount; `None` when v2 is not mounted or the path
-    /// lies outside the sub-tree this mount shows.
-    pub fn v2_dir(&self, path: &str) -> Option<String> {
-        let (point, mroot) = self.v2.as_ref()?;
-        under(point, mroot, path)
+    /// The v1 `cpuset.effective_cpus` (or `cpuset.cpus`) of cpuset cgroup
+    /// `path`, under the v1 cpuset mount.
+    pub fn v1_cpus_file(&self, root: &Sysroot, path: &str) -> Option<String> {
+        let mount = self.v1_cpuset.as_ref()?;
+        let p = path.trim_end_matches('/');
+        ["cpuset.effective_cpus", "cpuset.cpus"]
+            .iter()
+            .map(|f| format!("{mount}{p}/{f}"))
+            .find(|f| root.path(f).exists())
     }
 
-    /// The same for the v1 cpuset hierarchy (mounted with its root at "/").
-    pub fn v1_cpuset_dir(&self, path: &str) -> Option<String> {
-        under(self.v1_cpuset.as_ref()?, "/", path)
+    /// The v2 `cpuset.cpus.effective` of `path` (as `/proc/PID/cgroup`
+    /// names it) or of its nearest ancestor that has one (the file exists
+    /// only where the controller is on), no higher than the sub-tree the
+    /// mount shows; `None` for a path outside that sub-tree, whose cpuset
+    /// this host cannot see.
+    pub fn v2_cpus_file(&self, root: &Sysroot, path: &str) -> Option<String> {
+        let (m, r) = self.v2.as_ref()?;
+        let rel = path.strip_prefix(r.trim_end_matches('/'))?;
+        if !(rel.is_empty() || rel.starts_with('/')) {
+            return None;
+        }
+        let mut cur = rel.trim_end_matches('/').to_string();
+        loop {
+            let f = format!("{m}{cur}/cpuset.cpus.effective");
+            if root.path(&f).exists() {
+                return Some(f);
+            }
+            let i = cur.rfind('/')?;
+            cur.truncate(i);
+        }
     }
 
     /// Reads the mount table under `root`; a tree without one (a fixture)
@@ -126,21 +146,6 @@ impl Mounts {
         }
         m
     }
-}
-
-/// `path` in the hierarchy → its directory under a mount of the hierarchy's
-/// sub-tree `mount_root` at `point`.
-fn under(point: &str, mount_root: &str, path: &str) -> Option<String> {
-    let prefix = mount_root.trim_end_matches('/');
-    let rel = path.strip_prefix(prefix)?;
-    if !(rel.is_empty() || rel.starts_with('/')) {
-        return None;
-    }
-    Some(format!(
-        "{}{}",
-        point.trim_end_matches('/'),
-        rel.trim_end_matches('/')
-    ))
 }
 
 /// Walks the v2 hierarchy below `mount`: directory inode (= cgroup id) →
@@ -291,7 +296,9 @@ impl CgroupResolver {
             (None, None) => (true, pc.v1_path()?.to_string()),
         };
         let key = cgroup_key(v1, &path);
-        let cpus_file = self.v1_cpus_file(&pc);
+        let cpus_file = pc
+            .v1_cpuset()
+            .and_then(|p| self.mounts.v1_cpus_file(&self.root, p));
         let k = self.known.entry(key).or_insert_with(|| Known {
             path,
             v1,
@@ -308,35 +315,6 @@ impl CgroupResolver {
             },
         );
         Some(key)
-    }
-
-    /// The v1 cpuset file of a process's cpuset cgroup.
-    fn v1_cpus_file(&self, pc: &ProcCgroup) -> Option<String> {
-        let mount = self.mounts.v1_cpuset.as_ref()?;
-        let p = pc.v1_cpuset()?.trim_end_matches('/');
-        ["cpuset.effective_cpus", "cpuset.cpus"]
-            .iter()
-            .map(|f| format!("{mount}{p}/{f}"))
-            .find(|f| self.root.path(f).exists())
-    }
-
-    /// The v2 `cpuset.cpus.effective` of `path` or its nearest ancestor
-    /// that has one (the file exists only where the controller is on).
-    fn v2_cpus_file(&self, path: &str) -> Option<String> {
-        let (m, r) = self.mounts.v2.as_ref()?;
-        let rel = path
-            .strip_prefix(r.trim_end_matches('/'))
-            .unwrap_or(path)
-            .trim_end_matches('/');
-        let mut cur = rel.to_string();
-        loop {
-            let f = format!("{m}{cur}/cpuset.cpus.effective");
-            if self.root.path(&f).exists() {
-                return Some(f);
-            }
-            let i = cur.rfind('/')?;
-            cur.truncate(i);
-        }
     }
 
     /// Gives every task and process a key into the returned table, and the
@@ -419,7 +397,7 @@ impl CgroupResolver {
                 Some(f) => f,
                 None => {
                     let f = if !k.v1 && self.v2_cpuset {
-                        self.v2_cpus_file(&k.path)
+                        self.mounts.v2_cpus_file(&self.root, &k.path)
                     } else {
                         // A v2 cgroup on a hybrid host: its cpuset is in v1,
                         // found through one of its processes.
@@ -427,7 +405,10 @@ impl CgroupResolver {
                             .iter()
                             .find(|p| p.cgroup_id == id && !p.kthread)
                             .and_then(|p| self.root.read_opt(format!("/proc/{}/cgroup", p.tgid)))
-                            .and_then(|t| self.v1_cpus_file(&ProcCgroup::parse(&t)))
+                            .and_then(|t| {
+                                let pc = ProcCgroup::parse(&t);
+                                self.mounts.v1_cpus_file(&self.root, pc.v1_cpuset()?)
+                            })
                     };
                     let f = f.unwrap_or_default();
                     if let Some(e) = self.known.get_mut(&id) {

@@ -70,59 +70,23 @@ fn cgroup_cpuset_of(
     text: &str,
     cache: &mut HashMap<String, Option<CpuSet>>,
 ) -> (Option<String>, Option<CpuSet>) {
-    let mut v2 = None;
-    let mut v1 = None;
-    for l in text.lines() {
-        let mut it = l.splitn(3, ':');
-        let (Some(_id), Some(ctrl), Some(path)) = (it.next(), it.next(), it.next()) else {
-            continue;
-        };
-        if ctrl.is_empty() {
-            v2 = Some(path.to_string());
-        } else if ctrl.split(',').any(|c| c == "cpuset") {
-            v1 = Some(path.to_string());
-        }
-    }
-    let (path, candidates): (String, Vec<String>) = match (v1, v2) {
-        (Some(p), _) if mounts.v1_cpuset.is_some() => {
-            let Some(base) = mounts.v1_cpuset_dir(&p) else {
-                return (Some(p), None);
-            };
-            (
-                p,
-                vec![
-                    format!("{base}/cpuset.effective_cpus"),
-                    format!("{base}/cpuset.cpus"),
-                ],
-            )
-        }
-        (_, Some(p)) => {
-            // cpuset.cpus.effective exists only where the controller is
-            // enabled: walk up to the nearest cgroup that has it, no higher
-            // than the mount shows.
-            let mut c = Vec::new();
-            let mut cur = p.trim_end_matches('/').to_string();
-            loop {
-                if let Some(dir) = mounts.v2_dir(&cur) {
-                    c.push(format!("{dir}/cpuset.cpus.effective"));
-                }
-                match cur.rfind('/') {
-                    Some(i) if !cur.is_empty() => cur.truncate(i),
-                    _ => break,
-                }
-            }
-            (p, c)
-        }
-        (Some(p), None) => (p, Vec::new()),
+    let pc = crate::cgroup::ProcCgroup::parse(text);
+    let (path, v1) = match (pc.v1_cpuset(), &pc.v2) {
+        (Some(p), _) if mounts.v1_cpuset.is_some() => (p.to_string(), true),
+        (_, Some(p)) => (p.clone(), false),
+        (Some(p), None) => (p.to_string(), true),
         (None, None) => return (None, None),
     };
-    let key = candidates.first().cloned().unwrap_or_default();
+    let key = format!("{}{path}", if v1 { "v1:" } else { "v2:" });
     let set = cache
         .entry(key)
         .or_insert_with(|| {
-            candidates
-                .iter()
-                .find_map(|f| root.read_opt(f))
+            let file = if v1 {
+                mounts.v1_cpus_file(root, &path)
+            } else {
+                mounts.v2_cpus_file(root, &path)
+            };
+            file.and_then(|f| root.read_opt(&f))
                 .and_then(|s| CpuSet::parse_list(&s).ok())
                 .filter(|s| !s.is_empty())
         })
