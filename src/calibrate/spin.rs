@@ -142,12 +142,16 @@ pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
         let dt = now - last;
         last = now;
         if dt > limit {
-            let p = probe.read();
-            let mut g = delta(&seen, &p);
-            seen = p;
+            let mut g = delta(&seen, &probe.read());
             g.at_ns = now - dt;
             g.len_ns = dt - step;
             gaps.push(g);
+            // The bookkeeping above is the spinner's own work, not a loss:
+            // the next step and the next count start after it. Left in the
+            // next step, it read as a gap of its own after most real ones
+            // (a debug build: 7–14 % of the CPU "untraced", 1.5 % without).
+            seen = probe.read();
+            last = start.elapsed().as_nanos() as u64;
         }
         if now >= end {
             break now;

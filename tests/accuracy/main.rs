@@ -1,9 +1,12 @@
 //! Accuracy oracles: does nettop see all the CPU time interrupts take from
 //! a task, traced (STOLEN%) and untraced (HIDDEN~%)?
 //!
-//! A pure user-space victim spins on CPU 1 and measures its own work rate
-//! against an idle calibration: that rate is the oracle, independent of any
-//! kernel accounting. Before any load, `nettop --calibrate` measures this
+//! A pure user-space victim spins on CPU 1 and times every gap in its own
+//! execution against its median step: the time it lost under load, less
+//! what it lost idle (the hypervisor's own work), is the oracle, independent
+//! of any kernel accounting. (Its work rate against an idle calibration was
+//! the oracle first; on a shared VM the idle rate swings by a third from one
+//! second to the next with no time lost, so it is only reported.) Before any load, `nettop --calibrate` measures this
 //! host's hidden cost per interruption into a private cache (it knows
 //! nothing of the victim); then the real `nettop -b --json -p <victim>` runs
 //! during the load with that cache. Two loads:
@@ -64,6 +67,8 @@ const IPI_PERIOD_NS: u64 = 20_000;
 const MAX_TRUE_ERROR: f64 = 5.0;
 const EXPLAINED: std::ops::RangeInclusive<f64> = 0.85..=1.15;
 const CONTROL_MAX: f64 = 2.0;
+/// Attempts per scenario (see [`attempt`]).
+const ATTEMPTS: usize = 3;
 
 /// The victim process: not a test of its own. `nettop_sees_stolen_time`
 /// re-executes this test binary with `--ignored --exact victim_process` and
@@ -109,12 +114,24 @@ struct Avg {
 struct Outcome {
     label: &'static str,
     frames_used: usize,
-    calibrated_chunks_per_ms: f64,
-    /// Oracle: victim's work rate under load / calibrated rate, percent.
+    /// Oracle: the victim's time in user mode under load, percent of wall,
+    /// with the idle run's gaps (the host's own, see `idle_gap_pct`) added
+    /// back: `100 - (gap_loss_pct - idle_gap_pct)`.
     share_pct: f64,
-    /// Oracle, second view: time lost in clock-read gaps, percent of wall.
+    /// Time lost in clock-read gaps under load, percent of wall.
     gap_loss_pct: f64,
     gaps_per_s: f64,
+    /// The same before the load: the hypervisor's own work (~1,100 gaps/s
+    /// of ~20 µs on this VM) that no guest tool can see; the old work-rate
+    /// oracle cancelled it the same way, through its idle calibration.
+    idle_gap_pct: f64,
+    /// Cross-check only: work rate under load / idle work rate. On a shared
+    /// host the idle rate itself swings by a third from second to second
+    /// (frequency, SMT sibling), with no time lost: see BENCHMARKS.md.
+    rate_share_pct: f64,
+    calibrated_chunks_per_ms: f64,
+    /// Slowest and fastest idle bucket.
+    idle_rate_range: (f64, f64),
     avg: Avg,
     regime: String,
     hidden_note: String,
@@ -160,6 +177,11 @@ fn run_scenario(
     cache: &Path,
     env: &[(&str, &str)],
 ) -> Result<Outcome, Fail> {
+    // The host's cost per interruption wanders by a quarter over a minute
+    // on a shared VM (BENCHMARKS.md): measure it seconds before the load,
+    // not at the start of the test binary, so the check is of nettop's
+    // accounting rather than of the host's drift since then.
+    calibrate(cache)?;
     let extra = match &mut load {
         Load::Rps(pair, mask) => {
             pair.set_rps(mask)?;
@@ -197,11 +219,11 @@ fn run_scenario(
         )));
     }
 
-    let cal = victim::total(
-        buckets
-            .iter()
-            .filter(|b| b.end_unix_us > t0 + CALIBRATE_SKIP_US && b.end_unix_us <= cal_end),
-    );
+    let idle: Vec<&Bucket> = buckets
+        .iter()
+        .filter(|b| b.end_unix_us > t0 + CALIBRATE_SKIP_US && b.end_unix_us <= cal_end)
+        .collect();
+    let cal = victim::total(idle.iter().copied());
     if cal.dur_ns < 1_000_000_000 {
         return Err(Fail::Broken(format!(
             "victim calibration covered only {} ms (got {} buckets in total)",
@@ -274,13 +296,22 @@ fn run_scenario(
     }
     let secs = load.dur_ns as f64 / 1e9;
     let last = &frames[frames.len() - 1];
+    let gap_pct = |b: &Bucket| 100.0 * b.gap_ns as f64 / b.dur_ns.max(1) as f64;
+    let (gap_loss_pct, idle_gap_pct) = (gap_pct(&load), gap_pct(&cal));
+    let rates = idle.iter().map(|b| b.chunks_per_ms());
     Ok(Outcome {
         label,
         frames_used: used,
-        calibrated_chunks_per_ms: cal_rate,
-        share_pct: 100.0 * load.chunks_per_ms() / cal_rate,
-        gap_loss_pct: 100.0 * load.gap_ns as f64 / load.dur_ns as f64,
+        share_pct: 100.0 - (gap_loss_pct - idle_gap_pct),
+        gap_loss_pct,
         gaps_per_s: load.gaps as f64 / secs,
+        idle_gap_pct,
+        rate_share_pct: 100.0 * load.chunks_per_ms() / cal_rate,
+        calibrated_chunks_per_ms: cal_rate,
+        idle_rate_range: (
+            rates.clone().fold(f64::INFINITY, f64::min),
+            rates.fold(0.0, f64::max),
+        ),
         avg,
         regime: format!("{:?}: {}", last.regime, last.regime_note),
         hidden_note: last.hidden_note.clone(),
@@ -306,16 +337,20 @@ fn describe(o: &Outcome) -> String {
     );
     let _ = writeln!(
         s,
-        "oracle  victim calibrated {:.0} chunks/ms idle; real share under load {:.1} % => loss {:.1} %, {:.1} % of it while on CPU",
-        o.calibrated_chunks_per_ms,
+        "oracle  user-mode gaps > 2 µs beyond the median step: {:.1} % of wall time under load ({:.0}/s), {:.1} % idle",
+        o.gap_loss_pct, o.gaps_per_s, o.idle_gap_pct
+    );
+    let _ = writeln!(
+        s,
+        "oracle  real share under load {:.1} % => loss {:.1} %, {:.1} % of it while on CPU",
         o.share_pct,
         o.loss_pct(),
         loss
     );
     let _ = writeln!(
         s,
-        "oracle  user-mode gaps > 2 µs beyond a chunk: {:.0}/s, {:.1} % of wall time",
-        o.gaps_per_s, o.gap_loss_pct
+        "cross   work rate {:.1} % of idle {:.0} chunks/ms (idle buckets {:.0}..{:.0}: not judged, the host's speed varies)",
+        o.rate_share_pct, o.calibrated_chunks_per_ms, o.idle_rate_range.0, o.idle_rate_range.1
     );
     let _ = writeln!(
         s,
@@ -429,10 +464,12 @@ fn check_ipi(o: &Outcome) -> Result<(), String> {
     check_loaded(o)
 }
 
-/// Runs a scenario and checks it; a miss is run once more, because the
-/// oracle itself is noisy on a shared VM (another task on the victim's CPU,
-/// the hypervisor busy elsewhere: see BENCHMARKS.md). A nettop that is
-/// wrong misses twice. Every attempt is reported.
+/// Runs a scenario and checks it, up to [`ATTEMPTS`] times: on a shared VM
+/// the host's cost per interruption wanders by a quarter between a
+/// calibration and the load seconds later, and one attempt in two can miss
+/// the 15 % band on that alone (BENCHMARKS.md). A nettop that is wrong (no
+/// hidden cost, a lost class, a wrong task) misses every time. Every attempt
+/// is reported.
 fn attempt(
     test: &str,
     label: &'static str,
@@ -440,7 +477,7 @@ fn attempt(
     mut run: impl FnMut() -> Result<Outcome, Fail>,
 ) -> Option<Outcome> {
     let mut misses = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..ATTEMPTS {
         match run() {
             Ok(o) => {
                 let d = describe(&o);
@@ -460,7 +497,7 @@ fn attempt(
             Err(Fail::Broken(e)) => panic!("{label}: {e}"),
         }
     }
-    panic!("{label}: missed twice:\n{}", misses.join("\n"));
+    panic!("{label}: missed {ATTEMPTS} times:\n{}", misses.join("\n"));
 }
 
 /// What every oracle does first: take the lock (held until the test
