@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! gap_census [--cpu N] [--ipi-from CPU [--rps]] [--period-us N] [--ms N] [--windows N]
+//!            [--pause-ms N] [--per-window]
 //! ```
 //! Without `--ipi-from` nothing is induced: the census shows whatever load
 //! already hits CPU N. `--rps` alternates the IPIs with loopback RPS
@@ -26,6 +27,12 @@ struct Args {
     period: Duration,
     window: Duration,
     windows: u32,
+    /// Idle pause between windows, to see how the cost drifts over time.
+    pause: Duration,
+    per_window: bool,
+    /// IPIs in even windows only: the odd ones measure what the CPU loses
+    /// without them.
+    alternate: bool,
 }
 
 fn parse() -> Result<Args> {
@@ -33,14 +40,25 @@ fn parse() -> Result<Args> {
         cpu: 1,
         ipi_from: None,
         rps: false,
-        period: Duration::from_micros(50),
+        period: Duration::from_micros(20),
         window: Duration::from_millis(75),
         windows: 4,
+        pause: Duration::ZERO,
+        per_window: false,
+        alternate: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--rps" {
             a.rps = true;
+            continue;
+        }
+        if flag == "--alternate" {
+            a.alternate = true;
+            continue;
+        }
+        if flag == "--per-window" {
+            a.per_window = true;
             continue;
         }
         let v: u64 = it
@@ -54,6 +72,7 @@ fn parse() -> Result<Args> {
             "--period-us" => a.period = Duration::from_micros(v),
             "--ms" => a.window = Duration::from_millis(v),
             "--windows" => a.windows = u32::try_from(v)?,
+            "--pause-ms" => a.pause = Duration::from_millis(v),
             _ => return Err(anyhow!("unknown flag {flag}")),
         }
     }
@@ -69,18 +88,25 @@ fn run() -> Result<()> {
     let probe = bpf.probe(a.cpu);
     let stop = AtomicBool::new(false);
     let stop = &stop;
+    let sched = spin::Schedule {
+        start: std::time::Instant::now() + Duration::from_millis(5),
+        windows: a.windows,
+        window: a.window,
+        // The spinner's step measurement (2 ms) before each window, then the
+        // pause.
+        every: a.window + Duration::from_millis(3) + a.pause,
+        quiet_odd: a.alternate,
+    };
     let windows = std::thread::scope(|s| -> Result<Vec<spin::Window>> {
         let sender = a.ipi_from.map(|from| {
             s.spawn(move || -> Result<spin::Sent> {
                 spin::pin_to_cpu(from)?;
-                spin::send_ipis(stop, a.period, a.rps.then_some(a.cpu))
+                spin::send_ipis(stop, &sched, a.period, a.rps.then_some(a.cpu))
             })
         });
         let spinner = s.spawn(|| -> Result<Vec<spin::Window>> {
             spin::pin_to_cpu(a.cpu)?;
-            Ok((0..a.windows)
-                .map(|_| spin::spin_window(&probe, a.cpu, a.window))
-                .collect())
+            Ok(sched.spin(&probe, a.cpu))
         });
         let w = spinner.join().map_err(|_| anyhow!("spinner panicked"));
         stop.store(true, Ordering::Relaxed);
@@ -95,6 +121,47 @@ fn run() -> Result<()> {
         }
         w?
     })?;
+    if a.per_window {
+        println!("window  ipi samples  hidden ns  median ns  traced ns");
+        for (i, w) in windows.iter().enumerate() {
+            let e = &census::census(&w.gaps).single[2];
+            println!(
+                "{i:>6} {:>12} {:>10.0} {:>10.0} {:>10.0}",
+                e.samples, e.hidden_ns, e.median_ns, e.traced_ns
+            );
+        }
+    }
+    if a.alternate {
+        // Marginal cost per IPI: all gap time with IPIs less all gap time
+        // without, per IPI, pairing window 2k with 2k+1.
+        let mut per = Vec::new();
+        for p in windows.chunks(2) {
+            let [on, off] = p else { continue };
+            let frac = |w: &spin::Window| {
+                w.gaps.iter().map(|g| g.len_ns).sum::<u64>() as f64 / w.wall_ns.max(1) as f64
+            };
+            let c = census::census(&on.gaps);
+            let ipis: u64 = on.gaps.iter().map(|g| g.intr[2]).sum();
+            let traced: u64 = on.gaps.iter().map(|g| g.traced_ns).sum::<u64>();
+            let traced_off: u64 = off.gaps.iter().map(|g| g.traced_ns).sum::<u64>();
+            let lost = (frac(on) - frac(off)) * on.wall_ns as f64;
+            let traced_extra =
+                traced as f64 - traced_off as f64 * on.wall_ns as f64 / off.wall_ns.max(1) as f64;
+            let marginal = (lost - traced_extra) / ipis.max(1) as f64;
+            per.push((marginal, c.single[2].hidden_ns));
+        }
+        let n = per.len().max(1) as f64;
+        let m: f64 = per.iter().map(|p| p.0).sum::<f64>() / n;
+        let r: f64 = per.iter().map(|p| p.1).sum::<f64>() / n;
+        let mut ms: Vec<f64> = per.iter().map(|p| p.0).collect();
+        ms.sort_by(f64::total_cmp);
+        println!(
+            "pairs {}: marginal hidden per IPI mean {m:.0} ns (median {:.0}), census hidden {r:.0} ns, ratio {:.3}",
+            per.len(),
+            ms[ms.len() / 2],
+            m / r
+        );
+    }
     let wall: u64 = windows.iter().map(|w| w.wall_ns).sum();
     let c = census::census(windows.iter().flat_map(|w| w.gaps.iter()));
     println!(

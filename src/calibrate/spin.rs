@@ -61,6 +61,9 @@ pub struct Window {
     /// Context switches of the spinner in the window: another task ran in
     /// some gap.
     pub ctx_switches: u64,
+    /// The sender sent in this window (false: a quiet window of a
+    /// differential measure, see [`Schedule::quiet_odd`]).
+    pub induced: bool,
 }
 
 /// Pins the calling thread to one CPU.
@@ -168,6 +171,7 @@ pub fn spin_window(probe: &Probe<'_>, cpu: u32, dur: Duration) -> Window {
         outside_gaps: rest.interruptions(),
         cputime_ns: cpu1.saturating_sub(cpu0),
         ctx_switches: csw1.saturating_sub(csw0),
+        induced: true,
     }
 }
 
@@ -202,19 +206,81 @@ pub struct Sent {
     pub receiver_cpu_ns: u64,
 }
 
-/// Sends IPIs until `stop`, from the calling (pinned) thread, pausing
-/// `period` after each. An expedited private membarrier interrupts every
-/// other CPU that runs one of this process's threads right now: with the
-/// spinner the only other running thread, that is one
-/// `call_function_single` IPI to the spinner's CPU, the vector RPS uses.
-/// With `rps_to`, every other IPI is a loopback RPS datagram instead, which
-/// reaches that CPU as the same IPI with a NET_RX softirq in its tail
-/// ([`super::rps`]); if that cannot be set up, only membarriers are sent and
-/// the reason is returned.
-pub fn send_ipis(stop: &AtomicBool, period: Duration, rps_to: Option<u32>) -> Result<Sent> {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) with an integer argument: makes this
-    // thread's sleeps end on time (1 ns slack) rather than up to 50 µs late.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+/// When the spinner measures: `windows` windows of `window`, one every
+/// `every` from `start`. The sender sends only inside them (plus the
+/// spinner's step measurement before each), so spacing the windows out costs
+/// no CPU, and the table averages over the hypervisor's changing states
+/// (on the development VM a vCPU's interruptions cost ~2.8 or ~3.6 µs
+/// depending on the state it is in, switching every few hundred ms).
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub start: Instant,
+    pub windows: u32,
+    pub window: Duration,
+    pub every: Duration,
+    /// The sender leaves every odd window quiet (a differential measure).
+    pub quiet_odd: bool,
+}
+
+/// The spinner measures its loop step for this long before each window.
+const STEP_PROBE: Duration = Duration::from_millis(2);
+
+impl Schedule {
+    pub fn window_start(&self, i: u32) -> Instant {
+        self.start + self.every * i
+    }
+
+    /// Whether the sender leaves window `i` alone.
+    pub fn quiet(&self, i: u32) -> bool {
+        self.quiet_odd && i % 2 == 1
+    }
+
+    /// Runs `spin_window` at every window's start on the calling thread.
+    pub fn spin(&self, probe: &Probe<'_>, cpu: u32) -> Vec<Window> {
+        (0..self.windows)
+            .map(|i| {
+                sleep_until(self.window_start(i));
+                let mut w = spin_window(probe, cpu, self.window);
+                w.induced = !self.quiet(i);
+                w
+            })
+            .collect()
+    }
+}
+
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+/// Busy-waits until `t`: the sender must not halt between two IPIs. A vCPU
+/// that halts and wakes for each IPI makes the hypervisor do work no real
+/// interrupt source causes (a busy RPS CPU, a device), and on the
+/// development VM that read as up to 1.5 µs more per IPI than the victim of
+/// a busy sender loses.
+fn spin_until(t: Instant) {
+    while Instant::now() < t {
+        std::hint::spin_loop();
+    }
+}
+
+/// Sends IPIs inside the windows of `sched` until `stop`, from the calling
+/// (pinned) thread, one every `period`, paced by spinning (see
+/// [`spin_until`]). An expedited private membarrier interrupts every other
+/// CPU that runs one of this process's threads right now: with the spinner
+/// the only other running thread, that is one `call_function_single` IPI
+/// to the spinner's CPU, the vector RPS uses. With `rps_to`, every other
+/// IPI is a loopback RPS datagram instead, which reaches that CPU as the
+/// same IPI with a NET_RX softirq in its tail ([`super::rps`]); if that
+/// cannot be set up, only membarriers are sent and the reason is returned.
+pub fn send_ipis(
+    stop: &AtomicBool,
+    sched: &Schedule,
+    period: Duration,
+    rps_to: Option<u32>,
+) -> Result<Sent> {
     let mut sent = Sent::default();
     let rps = match rps_to.map(super::rps::LoopbackRps::new) {
         Some(Ok(r)) => Some(r),
@@ -224,14 +290,34 @@ pub fn send_ipis(stop: &AtomicBool, period: Duration, rps_to: Option<u32>) -> Re
         }
         None => None,
     };
-    while !stop.load(Ordering::Relaxed) {
-        membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED).context("membarrier(PRIVATE_EXPEDITED)")?;
-        sent.ipis += 1;
-        std::thread::sleep(period);
-        if let Some(r) = &rps {
-            r.kick()?;
-            sent.rps += 1;
-            std::thread::sleep(period);
+    let period = period.max(Duration::from_micros(1));
+    'windows: for i in 0..sched.windows {
+        if sched.quiet(i) {
+            continue;
+        }
+        let start = sched.window_start(i);
+        let end = start + STEP_PROBE + sched.window + Duration::from_millis(1);
+        sleep_until(start);
+        let mut next = Instant::now();
+        let mut rps_turn = false;
+        while Instant::now() < end {
+            if stop.load(Ordering::Relaxed) {
+                break 'windows;
+            }
+            match (&rps, rps_turn) {
+                (Some(r), true) => {
+                    r.kick()?;
+                    sent.rps += 1;
+                }
+                _ => {
+                    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+                        .context("membarrier(PRIVATE_EXPEDITED)")?;
+                    sent.ipis += 1;
+                }
+            }
+            rps_turn = !rps_turn;
+            next += period;
+            spin_until(next);
         }
     }
     if let Some(r) = rps {

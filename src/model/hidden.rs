@@ -102,9 +102,18 @@ pub struct Calibration {
     /// Gaps and context switches seen, for the record.
     pub gaps: u64,
     pub ctx_switches: u64,
+    /// The factor the single-gap costs were multiplied by to give what the
+    /// interruptions took beyond quiet windows (`calibrate::census::
+    /// marginal_ratio`); 1 in tables from before it was measured.
+    #[serde(default = "one")]
+    pub marginal_ratio: f64,
     /// What could not be measured, and why.
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl ClassCost {
@@ -227,9 +236,16 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
             spread(c.softirq.spread_ns)
         ),
     };
+    // Tables from before the marginal measure carry 1 (or 0 when built in
+    // code): nothing to say then.
+    let marginal = if c.marginal_ratio > 0.0 && (c.marginal_ratio - 1.0).abs() >= 0.005 {
+        format!(", marginal {:.2}× the single-gap cost", c.marginal_ratio)
+    } else {
+        String::new()
+    };
     format!(
         "HIDDEN~ = interruptions × untraced cost each, calibrated on CPU {} {when} ({origin}): \
-         IPI {} {} (traced {}), {timer}, device/other = IPI, {softirq}",
+         IPI {} {} (traced {}), {timer}, device/other = IPI, {softirq}{marginal}",
         c.cpu,
         us(c.ipi.hidden_ns),
         spread(c.ipi.spread_ns),
@@ -326,6 +342,10 @@ mod tests {
         let n = note(Some(&c), "", 3_601_000);
         assert!(n.contains("60 min before this frame (cache /x)"), "{n}");
         assert!(n.contains("IPI 3.0 µs"), "{n}");
+        assert!(!n.contains("marginal"), "{n}");
+        c.marginal_ratio = 0.96;
+        let n = note(Some(&c), "", 3_601_000);
+        assert!(n.ends_with("marginal 0.96× the single-gap cost"), "{n}");
         let n = note(None, "every CPU is isolated", 0);
         assert!(n.contains("not calibrated (every CPU is isolated)"), "{n}");
     }

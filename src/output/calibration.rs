@@ -59,6 +59,11 @@ pub fn render_table(c: &Calibration) -> String {
     );
     let _ = writeln!(
         out,
+        "hidden = the single-gap cost × {:.2}, what the induced windows lost beyond the quiet ones.",
+        c.marginal_ratio
+    );
+    let _ = writeln!(
+        out,
         "Share of the hidden cost left in the task's runtime: {:.2}{}",
         c.runtime_share,
         if c.runtime_share >= 1.0 {
