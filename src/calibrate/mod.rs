@@ -567,7 +567,11 @@ mod tests {
         assert!((c.marginal_ratio - r).abs() < 1e-9, "{}", c.marginal_ratio);
         assert!((c.ipi.hidden_ns - 3_000.0 * r).abs() < 1e-6, "{:?}", c.ipi);
         assert!((c.device.hidden_ns - 3_000.0 * r).abs() < 1e-6);
-        assert!((c.timer.hidden_ns - 5_000.0 * r).abs() < 1e-6, "{:?}", c.timer);
+        assert!(
+            (c.timer.hidden_ns - 5_000.0 * r).abs() < 1e-6,
+            "{:?}",
+            c.timer
+        );
         assert_eq!(c.ipi.samples, 600);
         // Only induced windows: no quiet one to compare with, no scaling.
         let c = table(

@@ -255,11 +255,11 @@ fn sleep_until(t: Instant) {
     }
 }
 
-/// Busy-waits until `t`: the sender must not halt between two IPIs. A vCPU
-/// that halts and wakes for each IPI makes the hypervisor do work no real
-/// interrupt source causes (a busy RPS CPU, a device), and on the
-/// development VM that read as up to 1.5 µs more per IPI than the victim of
-/// a busy sender loses.
+/// Busy-waits until `t`, so the sender does not halt between two IPIs: a
+/// vCPU that halts and wakes for each IPI makes the hypervisor do work no
+/// real interrupt source causes (a busy RPS CPU, a device). On the
+/// development VM the difference was within the noise of the host's states
+/// (BENCHMARKS.md); this keeps the measured load like the real one.
 fn spin_until(t: Instant) {
     while Instant::now() < t {
         std::hint::spin_loop();
