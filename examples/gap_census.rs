@@ -150,7 +150,10 @@ fn run() -> Result<()> {
             let marginal = (lost - traced_extra) / ipis.max(1) as f64;
             per.push((marginal, c.single[2].hidden_ns));
         }
-        let n = per.len().max(1) as f64;
+        if per.is_empty() {
+            return Err(anyhow!("--alternate needs at least two windows"));
+        }
+        let n = per.len() as f64;
         let m: f64 = per.iter().map(|p| p.0).sum::<f64>() / n;
         let r: f64 = per.iter().map(|p| p.1).sum::<f64>() / n;
         let mut ms: Vec<f64> = per.iter().map(|p| p.0).collect();
