@@ -131,42 +131,21 @@ fn run() -> Result<()> {
             );
         }
     }
-    if a.alternate {
-        // Marginal cost per IPI: all gap time with IPIs less all gap time
-        // without, per IPI, pairing window 2k with 2k+1.
-        let mut per = Vec::new();
-        for p in windows.chunks(2) {
-            let [on, off] = p else { continue };
-            let frac = |w: &spin::Window| {
-                w.gaps.iter().map(|g| g.len_ns).sum::<u64>() as f64 / w.wall_ns.max(1) as f64
-            };
-            let c = census::census(&on.gaps);
-            let ipis: u64 = on.gaps.iter().map(|g| g.intr[2]).sum();
-            let traced: u64 = on.gaps.iter().map(|g| g.traced_ns).sum::<u64>();
-            let traced_off: u64 = off.gaps.iter().map(|g| g.traced_ns).sum::<u64>();
-            let lost = (frac(on) - frac(off)) * on.wall_ns as f64;
-            let traced_extra =
-                traced as f64 - traced_off as f64 * on.wall_ns as f64 / off.wall_ns.max(1) as f64;
-            let marginal = (lost - traced_extra) / ipis.max(1) as f64;
-            per.push((marginal, c.single[2].hidden_ns));
-        }
-        if per.is_empty() {
-            return Err(anyhow!("--alternate needs at least two windows"));
-        }
-        let n = per.len() as f64;
-        let m: f64 = per.iter().map(|p| p.0).sum::<f64>() / n;
-        let r: f64 = per.iter().map(|p| p.1).sum::<f64>() / n;
-        let mut ms: Vec<f64> = per.iter().map(|p| p.0).collect();
-        ms.sort_by(f64::total_cmp);
-        println!(
-            "pairs {}: marginal hidden per IPI mean {m:.0} ns (median {:.0}), census hidden {r:.0} ns, ratio {:.3}",
-            per.len(),
-            ms[ms.len() / 2],
-            m / r
-        );
-    }
     let wall: u64 = windows.iter().map(|w| w.wall_ns).sum();
     let c = census::census(windows.iter().flat_map(|w| w.gaps.iter()));
+    if a.alternate {
+        // The calibration's own differential measure, against the
+        // single-gap costs in the table below.
+        let cost = c.single.each_ref().map(|e| e.hidden_ns);
+        let softirq = if c.with_softirq[2].samples > 0 {
+            c.with_softirq[2].hidden_ns - c.single[2].hidden_ns
+        } else {
+            0.0
+        };
+        let r = census::marginal_ratio(&windows, cost, softirq)
+            .ok_or_else(|| anyhow!("--alternate: no pair of windows with enough IPIs"))?;
+        println!("marginal cost: {r:.3}× the single-gap costs (median over pairs)");
+    }
     println!(
         "CPU {}: {} ms spun, {} gaps, {} with nothing traced ({:.2} % of the time), {} compound, {} context switches",
         a.cpu,
