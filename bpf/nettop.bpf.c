@@ -397,14 +397,17 @@ static __always_inline __u32 intr_class(__u32 kind)
 	}
 }
 
-/* Counts one interruption's class into an account (device and the sysvec
- * total are counted by the caller). */
-static __always_inline void count_class(struct nt_acct *a, __u32 cls)
+/* Counts one interruption's class into an account (the device and sysvec
+ * totals are counted by the caller), and whether it landed in a stolen
+ * softirq run. */
+static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si)
 {
 	if (cls == NT_INTR_TIMER)
 		a->timer_count++;
 	else if (cls == NT_INTR_IPI)
 		a->ipi_count++;
+	if (in_si && cls < NT_NR_INTR)
+		a->in_softirq[cls]++;
 }
 
 /*
@@ -467,6 +470,7 @@ static __always_inline int on_hardirq_exit(void)
 	struct slot *s;
 	__u64 d;
 	__u32 kind, cls;
+	bool in_si;
 
 	if (!pc)
 		return 0;
@@ -482,9 +486,16 @@ static __always_inline int on_hardirq_exit(void)
 	d = now() - st->hi_start;
 	kind = st->hi_kind;
 	cls = intr_class(kind);
-	/* The running softirq (if any) subtracts this from its own span. */
+	/* The running softirq (if any) subtracts this from its own span, but
+	 * only the traced part: the entry/exit around it stays in the span. In
+	 * a stolen run that makes it STOLEN time, which HIDDEN~ must not
+	 * charge again (in_softirq); in the task's own or ksoftirqd's run it
+	 * is that task's time, and HIDDEN~ moves it out as for any other. */
 	st->hi_total_ns += d;
-	probe_add(d, cls, false);
+	in_si = st->si_active && st->si_ctx == NT_CTX_STOLEN;
+	/* The probe's gaps hold the softirq's whole span as traced time, so
+	 * such an interruption adds no untraced cost there either. */
+	probe_add(d, in_si ? NT_NR_INTR : cls, false);
 
 	if (kind == NT_KIND_DEVICE) {
 		cs->acct.hardirq_ns += d;
@@ -492,8 +503,8 @@ static __always_inline int on_hardirq_exit(void)
 	} else {
 		cs->acct.sysvec_ns += d;
 		cs->acct.sysvec_count++;
-		count_class(&cs->acct, cls);
 	}
+	count_class(&cs->acct, cls, in_si);
 
 	s = claim_slot(pc, SLOT_HARDIRQ, bpf_get_current_pid_tgid());
 	if (!s) {
@@ -506,8 +517,8 @@ static __always_inline int on_hardirq_exit(void)
 	} else {
 		s->val.acct.sysvec_ns += d;
 		s->val.acct.sysvec_count++;
-		count_class(&s->val.acct, cls);
 	}
+	count_class(&s->val.acct, cls, in_si);
 	release_slot(s);
 	return 0;
 }

@@ -41,6 +41,10 @@ struct nt_acct {
 	/* Of the softirq runs: those in NT_CTX_STOLEN (each has an untraced
 	 * entry/exit cost the task pays for someone else). */
 	__u64 softirq_stolen_count;
+	/* Of the interruptions above, by NT_INTR_* class: those that landed
+	 * inside a stolen softirq run. Their untraced entry/exit cost lies
+	 * within that run's span, so STOLEN already holds it. */
+	__u64 in_softirq[NT_NR_INTR];
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process
@@ -141,7 +145,8 @@ struct nt_cpu {
 struct nt_probe {
 	/* outermost hardirq spans + softirq spans (nested hardirqs removed) */
 	__u64 traced_ns;
-	/* outermost hardirqs by NT_INTR_* class */
+	/* outermost hardirqs by NT_INTR_* class, but for those inside a
+	 * softirq run (their whole cost is inside its span, see in_softirq) */
 	__u64 intr[NT_NR_INTR];
 	__u64 softirq_runs;
 };

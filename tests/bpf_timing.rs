@@ -93,7 +93,13 @@ fn nested_hardirq_is_subtracted_from_softirq_once() {
     );
     assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 0);
     assert_eq!(me.acct.softirq_count[NET_RX], 1);
+    assert_eq!(
+        me.acct.in_softirq_count,
+        [1, 0, 0, 0],
+        "the second IRQ landed in the stolen run"
+    );
     let cpu = &r.cpus[0];
+    assert_eq!(cpu.acct.in_softirq_count, [1, 0, 0, 0]);
     assert_eq!(cpu.acct.hardirq_ns, 800);
     assert_eq!(cpu.acct.softirq_ns[CTX_STOLEN][NET_RX], 700);
     assert_eq!(cpu.net.net_rx_actions, 1);
@@ -106,9 +112,14 @@ fn softirq_raised_by_the_task_itself_is_inline() {
     let Some(d) = driver() else { return };
     d.at(10_000, "softirq_raise", &[NET_RX as u64]);
     d.at(10_100, "softirq_entry", &[NET_RX as u64]);
-    d.at(10_600, "softirq_exit", &[NET_RX as u64]);
+    // An IRQ inside the task's own run: its entry/exit left in the run is
+    // the task's time, so HIDDEN~ must still charge it (not in_softirq).
+    d.at(10_200, "irq_handler_entry", &[42]);
+    d.at(10_300, "irq_handler_exit", &[42]);
+    d.at(10_700, "softirq_exit", &[NET_RX as u64]);
     let r = d.read();
     let me = r.tasks.get(&gettid()).expect("charged");
+    assert_eq!(me.acct.in_softirq_count, [0; 4]);
     assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 500);
     assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 0);
     assert_eq!(
@@ -253,6 +264,10 @@ fn interruptions_are_classed_and_probed() {
     at(t + 10, "softirq_raise", &[NET_RX as u64]);
     at(t + 20, "call_function_single_exit", &[0xfb]);
     at(t + 100, "softirq_entry", &[NET_RX as u64]);
+    // A reschedule IPI (30 ns) inside the run: the run's span holds all of
+    // it, so the probe counts no interruption the gap has untraced cost for.
+    at(t + 200, "reschedule_entry", &[0xfd]);
+    at(t + 230, "reschedule_exit", &[0xfd]);
     at(t + 500, "softirq_exit", &[NET_RX as u64]);
 
     let p = probe.read();
@@ -265,10 +280,12 @@ fn interruptions_are_classed_and_probed() {
     let me = r.tasks.get(&gettid()).expect("charged");
     // The device IRQ before the probe was armed counts for the task too.
     assert_eq!(me.acct.hardirq_count, 2);
-    assert_eq!(me.acct.sysvec_count, 6);
-    assert_eq!((me.acct.timer_count, me.acct.ipi_count), (1, 4));
+    assert_eq!(me.acct.sysvec_count, 7);
+    assert_eq!((me.acct.timer_count, me.acct.ipi_count), (1, 5));
+    assert_eq!(me.acct.in_softirq_count, [0, 0, 1, 0]);
     assert_eq!(me.acct.softirq_stolen_count, 1, "the IPI's NET_RX");
     let cpu = &r.cpus[0];
-    assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 4));
+    assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 5));
+    assert_eq!(cpu.acct.in_softirq_count, [0, 0, 1, 0]);
     assert_eq!(cpu.acct.softirq_stolen_count, 1);
 }

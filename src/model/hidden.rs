@@ -134,6 +134,16 @@ pub fn class_counts(a: &IrqAcct) -> [u64; 4] {
     [a.hardirq_count, a.timer_count, a.ipi_count, other]
 }
 
+/// The interruptions HIDDEN~ charges, by class: all but those inside a
+/// stolen softirq run, whose untraced cost that run's span (STOLEN) holds.
+pub fn charged_counts(a: &IrqAcct) -> [u64; 4] {
+    let mut n = class_counts(a);
+    for (n, inside) in n.iter_mut().zip(a.in_softirq_count) {
+        *n = n.saturating_sub(inside);
+    }
+    n
+}
+
 impl Calibration {
     pub fn classes(&self) -> [(&'static str, &ClassCost); 4] {
         [
@@ -154,7 +164,7 @@ impl Calibration {
     /// Untraced cost of the interruptions counted in `a` and of the
     /// softirqs they made it run, ns.
     pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
-        let interruptions: f64 = class_counts(a)
+        let interruptions: f64 = charged_counts(a)
             .iter()
             .zip(self.classes())
             .map(|(&n, (_, c))| n as f64 * c.hidden_ns.max(0.0))
@@ -321,6 +331,30 @@ mod tests {
             cal().hidden_in_runtime_ns(&a, Regime::TickBased),
             9.0 * 3_000.0 + 30_000.0
         );
+    }
+
+    /// An IPI and a tick that landed inside a stolen NET_RX run: that run's
+    /// span (STOLEN) holds their entry/exit already, so HIDDEN~ charges
+    /// only the other interruptions.
+    #[test]
+    fn interruptions_inside_a_stolen_softirq_are_charged_once() {
+        let a = IrqAcct {
+            hardirq_count: 2,
+            sysvec_count: 10,
+            timer_count: 3,
+            ipi_count: 5,
+            in_softirq_count: [0, 1, 4, 0],
+            ..Default::default()
+        };
+        assert_eq!(class_counts(&a), [2, 3, 5, 2], "shown: every one");
+        assert_eq!(charged_counts(&a), [2, 2, 1, 2]);
+        // 2 device + 1 IPI + 2 other at 3 µs, 2 timers at 10 µs.
+        assert_eq!(cal().hidden_ns(&a), 5.0 * 3_000.0 + 20_000.0);
+        let odd = IrqAcct {
+            in_softirq_count: [9, 9, 9, 9],
+            ..a
+        };
+        assert_eq!(charged_counts(&odd), [0; 4], "never negative");
     }
 
     #[test]

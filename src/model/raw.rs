@@ -59,6 +59,12 @@ pub struct IrqAcct {
     /// whoever it interrupted): each has its own untraced entry/exit cost.
     #[serde(default)]
     pub softirq_stolen_count: u64,
+    /// Of the interruptions, by class (device, timer, IPI, other): those
+    /// that landed inside a stolen softirq run. The run's span holds their
+    /// untraced entry/exit cost, so STOLEN has it already and HIDDEN~ does
+    /// not charge it again. Older recordings read as 0 (charged twice).
+    #[serde(default)]
+    pub in_softirq_count: [u64; 4],
 }
 
 impl IrqAcct {
@@ -95,6 +101,9 @@ impl IrqAcct {
         self.softirq_stolen_count = self
             .softirq_stolen_count
             .saturating_add(b.softirq_stolen_count);
+        for (x, y) in self.in_softirq_count.iter_mut().zip(&b.in_softirq_count) {
+            *x = x.saturating_add(*y);
+        }
         for (a, b) in self.softirq_ns.iter_mut().zip(&b.softirq_ns) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x = x.saturating_add(*y);

@@ -319,6 +319,7 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         timer_count: a.timer_count,
         ipi_count: a.ipi_count,
         softirq_stolen_count: a.softirq_stolen_count,
+        in_softirq_count: a.in_softirq,
     }
 }
 

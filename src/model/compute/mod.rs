@@ -126,6 +126,9 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
     for v in 0..NR_SOFTIRQS {
         out.softirq_count[v] = d(p.softirq_count[v], c.softirq_count[v]);
     }
+    for k in 0..out.in_softirq_count.len() {
+        out.in_softirq_count[k] = d(p.in_softirq_count[k], c.in_softirq_count[k]);
+    }
     out
 }
 
