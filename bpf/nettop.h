@@ -146,7 +146,8 @@ struct nt_probe {
 	/* outermost hardirq spans + softirq spans (nested hardirqs removed) */
 	__u64 traced_ns;
 	/* outermost hardirqs by NT_INTR_* class, but for those inside a
-	 * softirq run (their whole cost is inside its span, see in_softirq) */
+	 * stolen softirq run (its span holds their whole cost, see
+	 * nt_acct.in_softirq) */
 	__u64 intr[NT_NR_INTR];
 	__u64 softirq_runs;
 };

@@ -161,8 +161,9 @@ impl Calibration {
         [a, b, c, d, ("softirq", &self.softirq)]
     }
 
-    /// Untraced cost of the interruptions counted in `a` and of the
-    /// softirqs they made it run, ns.
+    /// Untraced cost of the interruptions counted in `a` (less those
+    /// STOLEN holds already, see [`charged_counts`]) and of the softirqs
+    /// they made it run, ns.
     pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
         let interruptions: f64 = charged_counts(a)
             .iter()

@@ -4,9 +4,10 @@
 //! A pure user-space victim spins on CPU 1 and times every gap in its own
 //! execution against its median step: the time it kept under load, against
 //! what it kept idle (the hypervisor's own work takes some), is the oracle,
-//! independent of any kernel accounting (see `Outcome::share_pct`). (Its work rate against an idle calibration was
-//! the oracle first; on a shared VM the idle rate swings by a third from one
-//! second to the next with no time lost, so it is only reported.) Before
+//! independent of any kernel accounting (see `Outcome::share_pct`). (Its
+//! work rate against an idle calibration was the oracle first; on a shared
+//! VM the idle rate swings by a third from one second to the next with no
+//! time lost, so it is only reported.) Before
 //! each attempt's load, `nettop --calibrate` measures this host's hidden
 //! cost per interruption into a private cache (it knows nothing of the
 //! victim); then the real `nettop -b --json -p <victim>` runs during the
