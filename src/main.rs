@@ -1,14 +1,15 @@
 use std::process::ExitCode;
 
-use nettop::cli::Cli;
+use nettop::app::cli::Cli;
 
 fn main() -> ExitCode {
     ensure_std_fds();
+    nettop::app::logger::install();
     let cli = Cli::parse_checked();
-    match nettop::run(&cli) {
+    match nettop::app::run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            nettop::service::log::error(&format!("{e:#}"));
+            log::error!("{e:#}");
             ExitCode::from(2)
         }
     }

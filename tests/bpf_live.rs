@@ -6,8 +6,8 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use nettop::collector::bpf::{AttachMode, BpfCollector, BpfOptions};
-use nettop::cpuset::CpuSet;
-use nettop::model::raw::{CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, NET_RX};
+use nettop::sample::{CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, NET_RX};
+use nettop::sys::cpuset::CpuSet;
 
 /// Live tests generate their own load; running them one at a time keeps one
 /// test's traffic out of another's numbers.

@@ -6,8 +6,8 @@
 mod common;
 
 use nettop::collector::bpf::{BpfCollector, BpfOptions, Readout};
-use nettop::cpuset::CpuSet;
-use nettop::model::raw::{CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, NET_RX};
+use nettop::sample::{CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, NET_RX};
+use nettop::sys::cpuset::CpuSet;
 
 const TIMER: u64 = 1;
 

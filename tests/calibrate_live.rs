@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nettop::model::frame::Frame;
-use nettop::model::hidden::{Basis, Calibration};
+use nettop::sample::calibration::{Basis, Calibration};
 
 /// The tests load the same two CPUs: one at a time.
 static CPUS: Mutex<()> = Mutex::new(());

@@ -344,7 +344,7 @@ fn rollup_blames_the_victims_cgroup_not_the_controls() {
     let v = row(last, &victim_cg).unwrap();
     let rx_cpus = v["rx_cpus"].as_str().unwrap_or("");
     assert!(
-        nettop::cpuset::CpuSet::parse_list(rx_cpus)
+        nettop::sys::cpuset::CpuSet::parse_list(rx_cpus)
             .unwrap()
             .contains(VICTIM_CPU as u32),
         "{v:#}"

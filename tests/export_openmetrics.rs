@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nettop::export::openmetrics::{self, Flavor, Options};
-use nettop::model::hidden::{Basis, Calibration, ClassCost};
 use nettop::record::synth;
+use nettop::sample::calibration::{Basis, Calibration, ClassCost};
 
 /// Kills and reaps a child on drop, so a failing test leaves nothing behind.
 struct Kill(Child);
@@ -155,7 +155,7 @@ fn renderer_follows_conventions_and_bounds_cardinality() {
     let host = synth::host(1);
     let mut s = synth::sample(1, 1, 1);
     s.devices = (0..200)
-        .map(|i| nettop::model::raw::RawDevice {
+        .map(|i| nettop::sample::RawDevice {
             name: format!("veth{i}"),
             rx_bytes: i,
             ..Default::default()

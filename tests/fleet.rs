@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::run::nettop;
 use nettop::export::openmetrics::{self, Options};
-use nettop::model::hidden::{Basis, Calibration, ClassCost};
 use nettop::record::synth;
+use nettop::sample::calibration::{Basis, Calibration, ClassCost};
 
 fn fleet(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

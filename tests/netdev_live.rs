@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::netns::{ADDR_RX, ADDR_TX, NetnsPair, in_netns, in_netns_with_sysfs};
 use nettop::collector::{netdev, procfs};
-use nettop::model::raw::RawDevice;
-use nettop::sysroot::Sysroot;
+use nettop::sample::RawDevice;
+use nettop::sys::sysroot::Sysroot;
 
 /// Datagrams sent tx → rx: enough to move every counter by a lot, bounded
 /// (1,000-byte payloads, ~20 MB in all, well under a second on the VM).
@@ -199,7 +199,7 @@ impl Drop for NsGuard {
 fn cost_1000_veths() {
     use netlink_packet_core::Parseable;
     use netlink_packet_route::link::LinkMessage;
-    use nettop::rtnl::{self, Stats};
+    use nettop::sys::rtnl::{self, Stats};
 
     assert!(common::is_root(), "needs root");
     let pairs: usize = std::env::var("NETDEV_PAIRS")

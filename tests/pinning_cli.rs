@@ -3,8 +3,8 @@
 
 use std::process::{Command, Output};
 
-use nettop::cli::Cli;
 use nettop::pinning::{self, Evidence};
+use nettop::sys::sysroot::Sysroot;
 use nettop::topology::{self, LoadOptions};
 
 fn run(args: &[&str]) -> Output {
@@ -91,11 +91,12 @@ fn could_not_check_exits_2_naming_the_file() {
 
 #[test]
 fn replay_lints_a_saved_topology() {
-    let cli = Cli {
-        sysroot: format!("{M}/isolcpus").into(),
-        ..Default::default()
-    };
-    let topo = topology::load(&LoadOptions::from_cli(&cli)).unwrap();
+    let topo = topology::load(&LoadOptions::new(
+        Sysroot::new(format!("{M}/isolcpus")),
+        None,
+        None,
+    ))
+    .unwrap();
     let f = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(f.path(), serde_json::to_string(&topo).unwrap()).unwrap();
     let o = run(&["--replay", f.path().to_str().unwrap(), "--format", "json"]);

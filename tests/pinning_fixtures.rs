@@ -5,17 +5,19 @@
 
 use std::collections::BTreeSet;
 
-use nettop::cli::{Cli, FailOn};
-use nettop::cpuset::CpuSet;
+use nettop::app::cli::FailOn;
 use nettop::pinning::{self, Evidence, Report, Severity};
+use nettop::sys::cpuset::CpuSet;
+use nettop::sys::sysroot::Sysroot;
 use nettop::topology::{self, HostTopology, LoadOptions};
 
 fn machine(name: &str) -> HostTopology {
-    let cli = Cli {
-        sysroot: format!("tests/fixtures/machines/{name}").into(),
-        ..Default::default()
-    };
-    topology::load(&LoadOptions::from_cli(&cli)).unwrap()
+    topology::load(&LoadOptions::new(
+        Sysroot::new(format!("tests/fixtures/machines/{name}")),
+        None,
+        None,
+    ))
+    .unwrap()
 }
 
 fn lint(t: &HostTopology) -> Report {
@@ -136,7 +138,7 @@ fn exact_rule_sets_per_machine() {
         "{}",
         pinning::render_text(&clean)
     );
-    assert_eq!(clean.exit_code(FailOn::Info), 0);
+    assert_eq!(clean.exit_code(FailOn::Info.severity()), 0);
 }
 
 #[test]
@@ -172,10 +174,13 @@ fn saved_topology_round_trips_to_the_same_report() {
 #[test]
 fn exit_codes_follow_fail_on() {
     let r = lint(&machine("isolcpus")); // warnings + info, no error
-    assert_eq!(r.exit_code(FailOn::Warning), 1);
-    assert_eq!(r.exit_code(FailOn::Error), 0);
-    assert_eq!(r.exit_code(FailOn::Never), 0);
-    assert_eq!(lint(&machine("container")).exit_code(FailOn::Error), 1);
+    assert_eq!(r.exit_code(FailOn::Warning.severity()), 1);
+    assert_eq!(r.exit_code(FailOn::Error.severity()), 0);
+    assert_eq!(r.exit_code(FailOn::Never.severity()), 0);
+    assert_eq!(
+        lint(&machine("container")).exit_code(FailOn::Error.severity()),
+        1
+    );
 }
 
 // ---- one positive and one negative per rule ----

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use nettop::collector::procfs;
 use nettop::model::compute;
-use nettop::sysroot::Sysroot;
+use nettop::sys::sysroot::Sysroot;
 
 #[test]
 #[ignore = "benchmark: run explicitly with --ignored --nocapture"]
@@ -34,7 +34,7 @@ fn read_tasks_with_2000_extra_threads() {
         let cpus = procfs::read_cpus(&root, &tasks).unwrap();
         let read = t0.elapsed();
         n_tasks = tasks.len();
-        let cur = nettop::model::raw::RawSample {
+        let cur = nettop::sample::RawSample {
             mono_ns: t0.elapsed().as_nanos() as u64,
             tasks,
             cpus,

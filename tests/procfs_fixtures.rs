@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use nettop::collector::host;
 use nettop::collector::procfs;
-use nettop::model::raw::{Regime, Softnet};
-use nettop::sysroot::Sysroot;
+use nettop::sample::{Regime, Softnet};
+use nettop::sys::sysroot::Sysroot;
 
 fn root(name: &str) -> Sysroot {
     Sysroot::new(
@@ -136,7 +136,7 @@ fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
 fn softnet_garbage_is_an_error_naming_the_problem() {
     let e = procfs::parse_softnet("0000000z 1 2\n", None).unwrap_err();
     assert!(e.contains("0000000z"), "{e}");
-    let online = nettop::cpuset::CpuSet::parse_list("0").unwrap();
+    let online = nettop::sys::cpuset::CpuSet::parse_list("0").unwrap();
     assert!(procfs::parse_softnet("1 2 3\n1 2 3\n", Some(&online)).is_err());
 }
 

@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::netns::NetnsPair;
-use nettop::model::raw::{NET_RX, Source};
 use nettop::record::{Recording, WarningKind};
+use nettop::sample::{NET_RX, Source};
 
 struct Kill(Child);
 impl Drop for Kill {

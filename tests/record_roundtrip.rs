@@ -7,16 +7,17 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use nettop::app::sampling::record_loop;
 use nettop::model::compute;
 use nettop::record::synth::{self, Synth};
-use nettop::record::{Meta, RecordOptions, Recording, WarningKind, Writer, format, record_loop};
+use nettop::record::{Meta, RecordOptions, Recording, WarningKind, Writer, format};
 
 fn write_file(
     path: &Path,
     compressed: bool,
     n: u64,
     ntasks: usize,
-) -> Vec<nettop::model::raw::RawSample> {
+) -> Vec<nettop::sample::RawSample> {
     let mut w = Writer::create(path, compressed, false).unwrap();
     w.write_meta(&Meta {
         format: format::VERSION,
@@ -375,7 +376,7 @@ fn duration_and_size_parsing() {
 #[test]
 fn recordings_carry_the_calibration() {
     use nettop::model::frame::Frame;
-    use nettop::model::hidden::{Basis, Calibration, ClassCost};
+    use nettop::sample::calibration::{Basis, Calibration, ClassCost};
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("cal.rec");
     let mut host = synth::host(4);
@@ -436,7 +437,7 @@ fn recordings_carry_the_calibration() {
     let (code, out, err) = run(&["--replay", golden.to_str().unwrap(), "--export", "json"]);
     assert_eq!(code, 0, "{err}");
     let f: Frame = serde_json::from_str(out.lines().next().unwrap()).unwrap();
-    if f.source == nettop::model::raw::Source::Bpf {
+    if f.source == nettop::sample::Source::Bpf {
         assert!(
             f.hidden_note.contains("not calibrated"),
             "{}",

@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::run::{nettop, output_within};
-use nettop::cli::Cli;
+use nettop::sys::sysroot::Sysroot;
 use nettop::topology::{self, HostTopology, LoadOptions, NetnsKind, Support, XdpMode};
 use serde_json::Value;
 
@@ -17,11 +17,7 @@ const RIGHT: &str = "tests/fixtures/machines/rss_right";
 const WRONG: &str = "tests/fixtures/machines/rss_wrong";
 
 fn machine(root: &str) -> HostTopology {
-    let cli = Cli {
-        sysroot: root.into(),
-        ..Default::default()
-    };
-    topology::load(&LoadOptions::from_cli(&cli)).unwrap()
+    topology::load(&LoadOptions::new(Sysroot::new(root), None, None)).unwrap()
 }
 
 #[test]
@@ -211,8 +207,8 @@ fn batch_json_and_replays_carry_the_device_configuration() {
 
 // ------------------------------------------------------------- the lint
 
-use nettop::cpuset::CpuSet;
 use nettop::pinning::{self, Evidence, Report};
+use nettop::sys::cpuset::CpuSet;
 use std::collections::BTreeSet;
 
 fn lint(t: &HostTopology) -> Report {

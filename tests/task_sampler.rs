@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use nettop::collector::{Collector, CollectorOptions};
 use nettop::model::frame::{Frame, TaskView};
-use nettop::model::raw::RawSample;
+use nettop::sample::RawSample;
 
 /// `stat` fields after the comm: (state, utime, stime). Parsed here rather
 /// than with nettop's own parser, which is what is under test.
@@ -272,7 +272,7 @@ fn exited_threads_keep_their_interrupt_time() {
             .iter()
             .find(|p| p.tgid == me)
             .and_then(|p| p.irq.as_ref())
-            .map_or(0, |a| a.softirq_count[nettop::model::raw::NET_RX])
+            .map_or(0, |a| a.softirq_count[nettop::sample::NET_RX])
     };
     let a = col.sample().expect("sample");
     const THREADS: u64 = 40;

@@ -2,7 +2,7 @@
 //! TestBackend from deterministic Frames (src/ui/fixtures/).
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use nettop::cpuset::CpuSet;
+use nettop::sys::cpuset::CpuSet;
 use nettop::topology::{
     Cache, FlowRule, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, Steering,
     Support, ThreadInfo, XdpMode,
@@ -395,7 +395,7 @@ fn sort_picker_overlay() {
 fn status_line_shows_pause_and_unknown_regime() {
     let mut a = app(120, 10, true);
     let mut f = fixtures::idle_host();
-    f.regime = nettop::model::raw::Regime::Unknown;
+    f.regime = nettop::sample::Regime::Unknown;
     a.push_frame(f);
     press(&mut a, KeyCode::Char('p'));
     let s = screen(&a, 120, 10);

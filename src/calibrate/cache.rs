@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::model::hidden::{Calibration, CalibrationKey};
-use crate::model::raw::HostInfo;
-use crate::sysroot::Sysroot;
+use crate::sample::HostInfo;
+use crate::sample::calibration::{Calibration, CalibrationKey};
+use crate::sys::sysroot::Sysroot;
 
 /// Overrides the cache directory (tests must never write the real one).
 pub const DIR_ENV: &str = "NETTOP_CACHE_DIR";

@@ -31,10 +31,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use crate::collector::Collector;
 use crate::collector::bpf::{BpfCollector, BpfOptions};
-use crate::model::hidden::{Basis, Calibration, CalibrationKey, ClassCost};
-use crate::model::raw::{HostInfo, Regime};
-use crate::sysroot::Sysroot;
+use crate::sample::calibration::{Basis, Calibration, CalibrationKey, ClassCost};
+use crate::sample::{HostInfo, Regime};
+use crate::sys::clock::thread_cputime_ns;
+use crate::sys::sysroot::Sysroot;
 
 use self::census::Census;
 use self::placement::Placement;
@@ -74,11 +76,6 @@ const MIN_TIMER_SAMPLES: u64 = 10;
 /// A marginal/single-gap ratio outside this is no overlap effect but a
 /// change of the host's state between the windows of a pair.
 const MARGINAL_RATIO: std::ops::RangeInclusive<f64> = 0.5..=1.5;
-
-/// CPU time of the calling thread, ns.
-pub(crate) fn thread_cputime_ns() -> u64 {
-    crate::collector::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
 
 fn now_unix_ms() -> u64 {
     SystemTime::now()
@@ -376,20 +373,11 @@ pub fn cached_or_measure(
     Ok(c)
 }
 
-/// `nettop --calibrate`: measure again, replace the cache, print the table.
-pub fn run_cli(cli: &crate::cli::Cli) -> Result<u8> {
-    let root = Sysroot::new(&cli.sysroot);
-    if !root.is_live() {
-        bail!(
-            "--calibrate measures the running machine; it cannot use --sysroot {}",
-            root.root().display()
-        );
-    }
-    if cli.no_bpf {
-        bail!("--calibrate needs the BPF collector: it compares gaps with traced time");
-    }
-    let host = crate::collector::host::detect(&root);
-    let tasks = crate::collector::procfs::read_tasks(&root, &[]).context("listing threads")?;
+/// Measures again with a BPF collector of its own (`--calibrate`) and
+/// replaces the cache; a cache that cannot be written is said in `origin`.
+pub fn recalibrate(root: &Sysroot, dir: &Path) -> Result<Calibration> {
+    let host = crate::collector::host::detect(root);
+    let tasks = crate::collector::procfs::read_tasks(root, &[]).context("listing threads")?;
     let ksoftirqd = crate::collector::procfs::find_ksoftirqd(&tasks)
         .into_iter()
         .collect();
@@ -397,21 +385,24 @@ pub fn run_cli(cli: &crate::cli::Cli) -> Result<u8> {
         ksoftirqd,
         ..Default::default()
     })?;
-    let key = cache::key(&root, &host, bpf.mode().name());
-    let mut c = measure(&bpf, &root, key, host.regime, &Options::default())?;
-    let dir = cache::dir(cli.cache_dir.as_deref());
-    let stored = cache::store(&dir, &c);
-    c.origin = match &stored {
+    let key = cache::key(root, &host, bpf.mode().name());
+    let mut c = measure(&bpf, root, key, host.regime, &Options::default())?;
+    c.origin = match cache::store(dir, &c) {
         Ok(p) => format!("measured, cached in {}", p.display()),
         Err(e) => format!("measured, not cached: {e:#}"),
     };
-    let out = if cli.json {
-        serde_json::to_string(&c).context("encoding the calibration")? + "\n"
-    } else {
-        crate::output::calibration::render_table(&c)
+    Ok(c)
+}
+
+/// Gives a live collector its calibration (cache or measured now with
+/// the collector's own BPF programs). A collector without BPF has nothing
+/// to calibrate; a failure is kept as the reason HIDDEN~ is missing.
+pub fn attach(col: &mut Collector, root: &Sysroot, dir: &Path) {
+    let Some(bpf) = col.bpf() else {
+        return;
     };
-    print!("{out}");
-    Ok(0)
+    let cal = cached_or_measure(bpf, root, dir, col.host()).map_err(|e| format!("{e:#}"));
+    col.set_calibration(cal);
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::collector::procfs;
-use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::Sysroot;
 
 /// How long pinned threads' CPU use is sampled.
 const SAMPLE: Duration = Duration::from_millis(100);
@@ -51,7 +51,7 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
     let online = procfs::read_online(root).context("reading the online CPUs")?;
     // SAFETY: getpid(2) has no arguments and cannot fail.
     let own_pid = unsafe { libc::getpid() } as u32;
-    let allowed = procfs::live_affinity(own_pid).unwrap_or_else(|| online.clone());
+    let allowed = crate::sys::cpuset::live_affinity(own_pid).unwrap_or_else(|| online.clone());
     let isolated = crate::topology::isolated_cpus(root).unwrap_or_default();
 
     let tasks = procfs::read_tasks(root, &[]).context("listing threads")?;
@@ -101,7 +101,7 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
                 .find(|(k, _)| k == cpu)
                 .map(|(_, t)| t.clone())
                 .unwrap_or_default();
-            let b = |t: &crate::model::raw::CpuTimes| {
+            let b = |t: &crate::sample::CpuTimes| {
                 t.user + t.nice + t.system + t.irq + t.softirq + t.steal
             };
             (*cpu, b(c).saturating_sub(b(&p)))

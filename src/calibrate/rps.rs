@@ -140,12 +140,12 @@ impl LoopbackRps {
         let receiver = std::thread::Builder::new()
             .name("nettop-cal-rx".into())
             .spawn(move || {
-                let c0 = super::thread_cputime_ns();
+                let c0 = crate::sys::clock::thread_cputime_ns();
                 let mut buf = [0u8; 2048];
                 while !flag.load(Ordering::Relaxed) {
                     let _ = rx.recv(&mut buf);
                 }
-                super::thread_cputime_ns().saturating_sub(c0)
+                crate::sys::clock::thread_cputime_ns().saturating_sub(c0)
             })
             .context("starting the loopback receiver")?;
         Ok(LoopbackRps {

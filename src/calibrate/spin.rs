@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::thread_cputime_ns;
 use crate::collector::bpf::{Probe, ProbeCounts};
+use crate::sys::clock::thread_cputime_ns;
 
 /// A clock-read step longer than the loop's own step by more than this is
 /// an interruption. No interrupt entry and exit costs less than ~1 µs even on

@@ -11,8 +11,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use crate::cpuset::CpuSet;
-use crate::model::raw::{BpfHealth, CpuNet, IrqAcct, NR_SOFTIRQS, ProgStat, RawNapi, SOFTIRQ_CTX};
+use crate::sample::{BpfHealth, CpuNet, IrqAcct, NR_SOFTIRQS, ProgStat, RawNapi, SOFTIRQ_CTX};
+use crate::sys::cpuset::CpuSet;
 
 #[allow(
     clippy::all,
@@ -183,10 +183,10 @@ fn has_bpf_caps() -> bool {
     // Bytes, not a String: the Name: line is our comm, which is not UTF-8
     // when nettop was started through a non-UTF-8 path.
     let mut status = Vec::new();
-    if crate::sysroot::read_bounded(
+    if crate::sys::sysroot::read_bounded(
         std::path::Path::new("/proc/self/status"),
         &mut status,
-        crate::sysroot::MAX_FILE,
+        crate::sys::sysroot::MAX_FILE,
     )
     .is_err()
     {
@@ -348,11 +348,11 @@ impl BpfCollector {
             if fd < 0 {
                 // The kernel wants CAP_SYS_ADMIN for this, more than the
                 // collector needs: run without the figure rather than not at all.
-                crate::service::log::warn(&format!(
+                log::warn!(
                     "--bpf-stats: cannot enable BPF run-time statistics ({}); \
                      it needs CAP_SYS_ADMIN, continuing without nettop's own BPF cost",
                     std::io::Error::from_raw_os_error(-fd)
-                ));
+                );
                 None
             } else {
                 // SAFETY: fd was just returned by the kernel and is owned by nobody else.

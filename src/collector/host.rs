@@ -3,9 +3,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use crate::cpuset::CpuSet;
-use crate::model::raw::{HostInfo, Regime};
-use crate::sysroot::{MAX_FILE, Sysroot, open_nonblocking, read_bounded, read_string_bounded};
+use crate::sample::{HostInfo, Regime};
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::{MAX_FILE, Sysroot, open_nonblocking, read_bounded, read_string_bounded};
 
 const OPTION: &str = "CONFIG_IRQ_TIME_ACCOUNTING";
 

@@ -12,9 +12,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 
-use crate::model::raw::{HostInfo, RawSample, Source};
-use crate::sanitize::Untrusted;
-use crate::sysroot::Sysroot;
+use crate::sample::calibration::Calibration;
+use crate::sample::{HostInfo, RawSample, Source};
+use crate::sys::sanitize::Untrusted;
+use crate::sys::sysroot::Sysroot;
 
 use self::bpf::{BpfCollector, BpfOptions};
 
@@ -31,23 +32,6 @@ pub struct CollectorOptions {
     pub threads: bool,
     /// Read tasks from /proc even when the in-kernel sampler loads.
     pub no_task_sampler: bool,
-    /// Calibration cache directory (`None`: `$NETTOP_CACHE_DIR` or the default).
-    pub cache_dir: Option<std::path::PathBuf>,
-}
-
-impl CollectorOptions {
-    /// The options every live mode takes from the command line.
-    pub fn from_cli(cli: &crate::cli::Cli) -> Self {
-        Self {
-            sysroot: Sysroot::new(&cli.sysroot),
-            no_bpf: cli.no_bpf,
-            pids: cli.pids.clone(),
-            bpf_stats: cli.bpf_stats,
-            threads: cli.threads,
-            no_task_sampler: std::env::var_os("NETTOP_NO_TASK_SAMPLER").is_some(),
-            cache_dir: cli.cache_dir.clone(),
-        }
-    }
 }
 
 /// How often stray task records are swept (samples).
@@ -97,13 +81,6 @@ impl Collector {
                 no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()
             })?;
-            // Once per boot (cached): without it HIDDEN~ is not shown and the
-            // frames say why, but nettop still runs.
-            let dir = crate::calibrate::cache::dir(opts.cache_dir.as_deref());
-            match crate::calibrate::cached_or_measure(&bpf, &opts.sysroot, &dir, &host) {
-                Ok(c) => host.calibration = Some(c),
-                Err(e) => host.calibration_missing = format!("{e:#}"),
-            }
             Some(bpf)
         };
         let proc_reason = match &bpf {
@@ -141,6 +118,27 @@ impl Collector {
         &self.host
     }
 
+    /// The loaded BPF side, for whoever calibrates with it (`calibrate`
+    /// drives the collector, never the other way round).
+    pub fn bpf(&self) -> Option<&BpfCollector> {
+        self.bpf.as_ref()
+    }
+
+    /// The calibration table HIDDEN~ charges with, or why there is none.
+    /// Without one nettop still runs, and the frames say why.
+    pub fn set_calibration(&mut self, cal: Result<Calibration, String>) {
+        match cal {
+            Ok(c) => {
+                self.host.calibration = Some(c);
+                self.host.calibration_missing.clear();
+            }
+            Err(why) => {
+                self.host.calibration = None;
+                self.host.calibration_missing = why;
+            }
+        }
+    }
+
     pub fn source(&self) -> Source {
         if self.bpf.is_some() {
             Source::Bpf
@@ -161,7 +159,7 @@ impl Collector {
             Some(bpf) => bpf.sample_tasks(&mut self.buf, self.opts.threads)?,
             None => false,
         };
-        let mut exited_irq: Vec<(u32, crate::model::raw::IrqAcct)> = Vec::new();
+        let mut exited_irq: Vec<(u32, crate::sample::IrqAcct)> = Vec::new();
         let (mut tasks, mut procs, bad_records) = if sampled {
             let set = taskiter::decode(
                 &self.buf,
@@ -184,7 +182,7 @@ impl Collector {
         } = netdev::read_devices(root);
         let others = self.netns.read(root, self.seq, &mut devices);
         devices.extend(others.devices);
-        let mono_ns = clock_ns(libc::CLOCK_MONOTONIC);
+        let mono_ns = crate::sys::clock::clock_ns(libc::CLOCK_MONOTONIC);
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -329,17 +327,4 @@ fn check_pids_exist(root: &Sysroot, pids: &[u32]) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Reads a clock in nanoseconds (CLOCK_MONOTONIC for sample times, a
-/// thread's CPU clock for what calibrating costs).
-pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec; callers pass clocks that
-    // always exist (a failing call leaves ts at zero).
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -11,15 +11,15 @@
 //! when the dump fails; the sample then carries a note saying so.
 //!
 //! Namespace: the dump lists the links of nettop's network namespace,
-//! sysfs those of the namespace /sys was mounted for (`crate::rtnl`).
+//! sysfs those of the namespace /sys was mounted for (`crate::sys::rtnl`).
 
 use netlink_packet_core::NlasIterator;
 use netlink_packet_route::link::Stats64;
 
 use super::procfs;
-use crate::model::raw::RawDevice;
-use crate::rtnl::{self, RtnlError, Stats};
-use crate::sysroot::Sysroot;
+use crate::sample::RawDevice;
+use crate::sys::rtnl::{self, RtnlError, Stats};
+use crate::sys::sysroot::Sysroot;
 
 /// Attribute types from include/uapi/linux/if_link.h.
 const IFLA_IFNAME: u16 = 3;
@@ -140,14 +140,14 @@ fn read_devices_with(
 const NETNS_REFRESH: u64 = 10;
 
 /// Device counters of every network namespace but nettop's own (see
-/// `topology::netns`): one rtnetlink dump per namespace per sample, on a
+/// `sys::netns`): one rtnetlink dump per namespace per sample, on a
 /// helper thread that entered it (a socket answers for its opener's
 /// namespace). The namespace list is re-read every [`NETNS_REFRESH`]
 /// samples; nettop keeps no descriptor open on a namespace between samples,
 /// so it never keeps a dead container's namespace alive.
 #[derive(Default)]
 pub struct OtherNamespaces {
-    found: Vec<crate::topology::netns::Found>,
+    found: Vec<crate::sys::netns::Found>,
     read_at: Option<u64>,
     own_inode: u64,
 }
@@ -158,7 +158,7 @@ impl OtherNamespaces {
     /// `own`'s devices with nettop's namespace inode, so napi instances
     /// (which carry the inode) find them.
     pub fn read(&mut self, root: &Sysroot, seq: u64, own: &mut [RawDevice]) -> DeviceRead {
-        use crate::topology::netns;
+        use crate::sys::netns;
         let mut out = DeviceRead::default();
         if !root.is_live() {
             for (info, sub) in netns::enumerate_fixture(root) {
@@ -228,7 +228,7 @@ impl OtherNamespaces {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rtnl::testing::{assert_never_panics, link, nla};
+    use crate::sys::rtnl::testing::{assert_never_panics, link, nla};
 
     /// An RTM_NEWLINK payload as the kernel builds it: ifinfomsg, the name,
     /// an unrelated attribute (IFLA_MTU), then `rtnl_link_stats64` of

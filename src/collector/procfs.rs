@@ -29,6 +29,6 @@ pub use system::{
     read_softnet,
 };
 pub use task::{
-    StatFields, find_ksoftirqd, live_affinity, parse_schedstat, parse_stat, parse_status,
-    process_totals, read_ksoftirqd, read_tasks,
+    StatFields, find_ksoftirqd, parse_schedstat, parse_stat, parse_status, process_totals,
+    read_ksoftirqd, read_tasks,
 };

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use super::bpf::skel::types;
 use super::bpf::{acct_from, c_str, from_bytes};
-use crate::cpuset::CpuSet;
-use crate::model::raw::{IrqAcct, RawTask};
+use crate::sample::{IrqAcct, RawTask};
+use crate::sys::cpuset::CpuSet;
 
 /// `PF_KTHREAD` in include/linux/sched.h.
 const PF_KTHREAD: u32 = 0x0020_0000;
@@ -122,7 +122,7 @@ impl AffinityCache {
         if r.nr_cpus_allowed > shown {
             // Pinned to CPUs past the first 256: ask the kernel (only on
             // such large hosts, only for such tasks).
-            if let Some(set) = super::procfs::live_affinity(r.tid) {
+            if let Some(set) = crate::sys::cpuset::live_affinity(r.tid) {
                 return set.to_list();
             }
         }

@@ -13,7 +13,7 @@
 use super::openmetrics::{Family, Kind};
 use crate::model::cgroups::{CgroupView, top_n};
 use crate::model::compute;
-use crate::model::raw::{HostInfo, RawSample};
+use crate::sample::{HostInfo, RawSample};
 
 /// The ratio families: name, help, value.
 type Ratio = (&'static str, &'static str, fn(&CgroupView) -> f64);

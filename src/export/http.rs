@@ -433,10 +433,10 @@ pub fn run(
                 Err(e) if accept_exhausted(&e) => {
                     if !warned_exhausted {
                         warned_exhausted = true;
-                        crate::service::log::warn(&format!(
+                        log::warn!(
                             "--serve: cannot accept connections ({e}); \
                              pausing accept until connections close"
-                        ));
+                        );
                     }
                     paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
                     break;

@@ -12,36 +12,7 @@ use anyhow::Context;
 
 use super::http;
 use super::openmetrics::{self, Flavor, Options};
-use crate::cli::Cli;
-use crate::model::raw::{HostInfo, RawSample};
-
-/// Default top-N tasks exported when `--rows 0` asks for "all": metrics must
-/// stay bounded whatever the host runs.
-const DEFAULT_TOP_TASKS: usize = 20;
-const MAX_TOP_TASKS: usize = 200;
-
-pub fn metric_options(cli: &Cli) -> Options {
-    Options {
-        top_tasks: if cli.rows == 0 {
-            DEFAULT_TOP_TASKS
-        } else {
-            cli.rows.min(MAX_TOP_TASKS)
-        },
-        threads: cli.threads,
-        topology: None,
-        top_cgroups: cli.top_cgroups,
-    }
-}
-
-/// [`metric_options`] for a live endpoint: with the device configuration
-/// as of start (counters are per sample, configuration rarely changes).
-pub fn live_metric_options(cli: &Cli) -> Options {
-    let o = crate::topology::LoadOptions::from_cli(cli);
-    Options {
-        topology: crate::topology::load_devices(&o).ok().map(Arc::new),
-        ..metric_options(cli)
-    }
-}
+use crate::sample::{HostInfo, RawSample};
 
 /// Pre-rendered scrape bodies, swapped in after each sample.
 struct Scrape {

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::frame::{CpuView, TaskView};
-use super::raw::{NET_RX, RawCgroup, Source};
-use crate::cgroup::Identity;
-use crate::cpuset::CpuSet;
+use crate::sample::{NET_RX, RawCgroup, Source};
+use crate::sys::cgroup::Identity;
+use crate::sys::cpuset::CpuSet;
 
 /// Receive work of at least this much of one CPU on an allowed CPU counts
 /// as "lands on it" (`rx_cpus`): below it, a few stray packets.

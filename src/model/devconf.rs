@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::frame::Frame;
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 use crate::topology::{FlowRule, HostTopology, Nic, Support, XdpMode, XdpProg};
 
 /// One RX queue's steering.

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cgroups::CgroupView;
-use super::raw::{NET_RX, NR_SOFTIRQS, Regime, Source};
+use crate::sample::{NET_RX, NR_SOFTIRQS, Regime, Source};
 
 /// One task's (thread's or whole process's) figures over the interval.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]

@@ -10,120 +10,8 @@
 //! that cost: `HIDDEN~%`. It is an estimate (the `~`): the cost drifts with
 //! the hypervisor's own load, and the spread says by how much it varied.
 
-use serde::{Deserialize, Serialize};
-
-use super::raw::{IrqAcct, Regime};
-
-/// How a class's cost was obtained.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Basis {
-    /// From gaps holding exactly one interruption of this class.
-    Measured,
-    /// Not inducible (device interrupts, rare vectors) or too few clean
-    /// samples: the IPI's cost, since entry, exit and APIC/VM-exit work are
-    /// the same path for every vector; only the handler (traced) differs.
-    SameAsIpi,
-    /// Could not be measured here (the softirq cost needs a private network
-    /// namespace, i.e. CAP_SYS_ADMIN): the softirq's extra is charged as 0.
-    #[default]
-    NotMeasured,
-}
-
-/// Calibrated cost of one interruption class.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct ClassCost {
-    pub basis: Basis,
-    /// Interruptions the estimate rests on (0 unless measured).
-    pub samples: u64,
-    /// Mean traced handler time per interruption (measured classes only).
-    pub traced_ns: f64,
-    /// Mean untraced time per interruption: what HIDDEN~ charges.
-    pub hidden_ns: f64,
-    /// Half the interquartile range of the per-interruption hidden time.
-    pub spread_ns: f64,
-}
-
-/// What a calibration is valid for: a different kernel, CPU, hypervisor,
-/// boot or nettop (its own BPF programs are part of the hidden cost) means
-/// measuring again.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-pub struct CalibrationKey {
-    /// `uname -r` and `uname -v`.
-    pub kernel: String,
-    pub kernel_build: String,
-    /// `model name` from /proc/cpuinfo.
-    pub cpu_model: String,
-    /// "none", or what identifies the hypervisor (sysfs/DMI vendor).
-    pub hypervisor: String,
-    pub boot_id: String,
-    /// nettop version and BPF attach mode ("0.1.0 tp_btf").
-    pub nettop: String,
-}
-
-/// The calibration table: hidden cost per interruption class on this host.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct Calibration {
-    pub key: CalibrationKey,
-    /// When it was measured, ms since the epoch.
-    pub measured_unix_ms: u64,
-    /// Where this copy came from: "measured" (this run), "cache FILE".
-    /// Recordings keep the value of the run that recorded.
-    #[serde(default)]
-    pub origin: String,
-    /// CPU the spinner ran on, CPU the IPIs came from.
-    pub cpu: u32,
-    pub sender_cpu: u32,
-    /// CPU time the calibration itself used (spinner + sender), and its
-    /// wall-clock length.
-    pub cost_cpu_ms: f64,
-    pub wall_ms: f64,
-    pub device: ClassCost,
-    pub timer: ClassCost,
-    pub ipi: ClassCost,
-    pub other: ClassCost,
-    /// Extra untraced cost of one softirq run in an interrupt's tail (the
-    /// entry and exit around the softirq tracepoints): an RPS IPI with its
-    /// NET_RX costs the IPI plus this. Charged per stolen softirq run; the
-    /// classes above are measured from gaps without a softirq.
-    #[serde(default = "ClassCost::not_measured")]
-    pub softirq: ClassCost,
-    /// Part of the hidden cost the kernel leaves in the interrupted task's
-    /// runtime: 1 with tick-based accounting (runtime includes everything);
-    /// measured under IRQ_TIME_ACCOUNTING, where the kernel takes out the
-    /// irq time it sees between irq entry and exit but not the rest.
-    pub runtime_share: f64,
-    /// Gaps the spinner saw with no interruption traced in them (the
-    /// hypervisor's own work, SMIs): per second and total share of the CPU.
-    /// Every task pays these alike, idle or not: they are no interrupt's
-    /// cost and stay out of HIDDEN~.
-    pub untraced_gaps_per_s: f64,
-    pub untraced_pct: f64,
-    /// Gaps and context switches seen, for the record.
-    pub gaps: u64,
-    pub ctx_switches: u64,
-    /// The factor the single-gap costs were multiplied by to give what the
-    /// interruptions took beyond quiet windows (`calibrate::census::
-    /// marginal_ratio`); 1 in tables from before it was measured.
-    #[serde(default = "one")]
-    pub marginal_ratio: f64,
-    /// What could not be measured, and why.
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-impl ClassCost {
-    pub fn not_measured() -> ClassCost {
-        ClassCost {
-            basis: Basis::NotMeasured,
-            ..Default::default()
-        }
-    }
-}
+use crate::sample::calibration::{Basis, Calibration};
+use crate::sample::{IrqAcct, Regime};
 
 /// Interruptions by class in an account: device, timer, IPI, other.
 pub fn class_counts(a: &IrqAcct) -> [u64; 4] {
@@ -145,22 +33,6 @@ pub fn charged_counts(a: &IrqAcct) -> [u64; 4] {
 }
 
 impl Calibration {
-    pub fn classes(&self) -> [(&'static str, &ClassCost); 4] {
-        [
-            ("device", &self.device),
-            ("timer", &self.timer),
-            ("ipi", &self.ipi),
-            ("other", &self.other),
-        ]
-    }
-
-    /// Every row of the table: the four interruption classes and the
-    /// softirq run in an interrupt's tail.
-    pub fn rows(&self) -> [(&'static str, &ClassCost); 5] {
-        let [a, b, c, d] = self.classes();
-        [a, b, c, d, ("softirq", &self.softirq)]
-    }
-
     /// Untraced cost of the interruptions counted in `a` (less those
     /// STOLEN holds already, see [`charged_counts`]) and of the softirqs
     /// they made it run, ns.
@@ -267,6 +139,7 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::calibration::ClassCost;
 
     fn cal() -> Calibration {
         Calibration {

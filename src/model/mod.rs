@@ -5,5 +5,4 @@ pub mod cost;
 pub mod devconf;
 pub mod frame;
 pub mod hidden;
-pub mod raw;
 pub use compute::compute;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::text::format_utc;
-use crate::model::hidden::{Basis, Calibration};
+use crate::sample::calibration::{Basis, Calibration};
 
 fn ns(x: f64) -> String {
     format!("{x:.0}")

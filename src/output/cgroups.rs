@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::model::cgroups::CgroupView;
 use crate::model::frame::Frame;
-use crate::model::raw::Source;
+use crate::sample::Source;
 
 fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()

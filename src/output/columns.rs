@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use super::format::{fmt_pct, fmt_pct_or_dash, fmt_rate};
 use crate::model::frame::{Frame, TaskView};
-use crate::model::raw::Source;
+use crate::sample::Source;
 
 /// A task column, in display order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

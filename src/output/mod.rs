@@ -1,5 +1,4 @@
 //! Batch text and JSON front ends.
-pub mod batch;
 pub mod calibration;
 pub mod cgroups;
 pub mod columns;

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::columns::{self, ProcColumn, RowCtx};
 use super::format::fmt_rate;
 use crate::model::frame::{Frame, TaskView};
-use crate::model::raw::Source;
+use crate::sample::Source;
 
 #[derive(Debug, Clone, Default)]
 pub struct TextOptions {

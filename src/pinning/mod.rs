@@ -9,14 +9,12 @@ mod rules;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Cli, FailOn, Format};
-use crate::cpuset::CpuSet;
-use crate::sanitize::Untrusted;
-use crate::topology::{self, HostTopology, LoadOptions};
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sanitize::Untrusted;
+use crate::topology::{self, HostTopology};
 
 pub use rules::{RuleId, RuleInfo};
 
@@ -130,12 +128,9 @@ impl Report {
     }
 
     /// Exit code for `--fail-on`: 1 when a finding reaches the threshold.
-    pub fn exit_code(&self, fail_on: FailOn) -> u8 {
-        let min = match fail_on {
-            FailOn::Info => Severity::Info,
-            FailOn::Warning => Severity::Warning,
-            FailOn::Error => Severity::Error,
-            FailOn::Never => return 0,
+    pub fn exit_code(&self, fail_on: Option<Severity>) -> u8 {
+        let Some(min) = fail_on else {
+            return 0;
         };
         u8::from(self.worst().is_some_and(|w| w >= min))
     }
@@ -327,7 +322,7 @@ pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
     // A regular file, bounded: `--replay /dev/zero` or a FIFO must fail,
     // not eat memory or hang. A saved topology of a 40,000-thread host is
     // ~12 MB of JSON.
-    let bytes = crate::safefile::read_input(path, crate::sysroot::MAX_LARGE_FILE)?;
+    let bytes = crate::sys::safefile::read_input(path, crate::sys::sysroot::MAX_LARGE_FILE)?;
     let mut topo: HostTopology = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
             "{}: neither a nettop recording nor a saved topology (JSON HostTopology): {e}",
@@ -336,85 +331,4 @@ pub fn load_saved(path: &std::path::Path) -> anyhow::Result<HostTopology> {
     })?;
     topo.sanitize();
     Ok(topo)
-}
-
-/// Recorded intervals averaged into [`Evidence`]: the last ten minutes at
-/// the default 1 s interval, so a day-long recording still lints in ~0.1 s.
-pub const RECORDED_EVIDENCE_FRAMES: usize = 600;
-
-/// The configuration and measurements of a `nettop --record` file: the
-/// newest topology it holds, and as evidence each thread's stolen share
-/// averaged over the last [`RECORDED_EVIDENCE_FRAMES`] intervals (a
-/// recording is the incident's evidence; one interval could be the quiet
-/// one).
-pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Evidence)> {
-    let rec = crate::record::Recording::open(path)?;
-    let blob = rec.topology()?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: the recording holds no topology (written by a nettop without it, or the \
-             topology could not be read while recording); run --pinning-check on the recorded host",
-            path.display()
-        )
-    })?;
-    let mut topo: HostTopology = serde_json::from_slice(&blob).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: topology record is not a topology this nettop reads: {e}",
-            path.display()
-        )
-    })?;
-    topo.sanitize();
-    topo.source = format!(
-        "recording {} (host {})",
-        path.display(),
-        rec.host().hostname
-    );
-    let mut sum: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
-    let from = rec.len().saturating_sub(RECORDED_EVIDENCE_FRAMES + 1);
-    // Damaged samples only thin the evidence; the recording's own warnings
-    // are for --replay to report.
-    crate::record::walk::frames(
-        &rec,
-        from,
-        |_, f| {
-            for t in f.finest_rows() {
-                let e = sum.entry(t.tid).or_default();
-                e.0 += t.stolen_pct;
-                e.1 += 1;
-            }
-            Ok(std::ops::ControlFlow::Continue(()))
-        },
-        &mut |_| {},
-    )?;
-    let stolen_pct = sum
-        .into_iter()
-        .map(|(tid, (s, n))| (tid, s / f64::from(n.max(1))))
-        .collect();
-    Ok((topo, Evidence { stolen_pct }))
-}
-
-/// `nettop --pinning-check`: 0 clean, 1 findings at/above `--fail-on`;
-/// errors propagate and main exits 2. With `--replay`, a recording (its
-/// topology and measured stolen time) or a saved topology JSON.
-pub fn run_check(cli: &Cli) -> anyhow::Result<u8> {
-    let (topo, evidence) = match &cli.replay {
-        Some(file) if crate::record::is_recording(file) => load_recorded(file)?,
-        Some(file) => (load_saved(file)?, Evidence::default()),
-        None => (
-            topology::load(&LoadOptions::from_cli(cli))?,
-            Evidence::default(),
-        ),
-    };
-    let report = check(&topo, &evidence);
-    let out = match cli.format {
-        Format::Text => render_text(&report),
-        Format::Json => render_json(&report) + "\n",
-    };
-    // Not print!: it panics (exit 101) on a closed pipe or a full disk.
-    // A report that could not be written is "could not check": exit 2.
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| anyhow::anyhow!("cannot write the report to stdout: {e}"))?;
-    Ok(report.exit_code(cli.fail_on))
 }

@@ -8,9 +8,10 @@
 //! independent zstd frame per record, so compression never couples records:
 //! a torn tail loses one snapshot and random access needs no stream replay.
 
+use crate::sys::sanitize::{Untrusted, clean_string};
 use serde::{Deserialize, Serialize};
 
-use crate::model::raw::HostInfo;
+use crate::sample::HostInfo;
 
 /// First bytes of every recording. The high-bit first byte (as in PNG)
 /// catches 7-bit and text-mode transfers.
@@ -131,4 +132,11 @@ pub fn encode_record(rtype: u8, encoding: u8, unix_ms: u64, payload: &[u8]) -> V
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(payload);
     out
+}
+
+impl Untrusted for Meta {
+    fn sanitize(&mut self) {
+        clean_string(&mut self.writer);
+        self.host.sanitize();
+    }
 }

@@ -16,7 +16,6 @@ pub mod walk;
 pub mod writer;
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub use format::Meta;
@@ -30,12 +29,11 @@ pub use writer::Writer;
 pub fn is_recording(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 8];
-    crate::safefile::open_input(path, None)
+    crate::sys::safefile::open_input(path, None)
         .is_ok_and(|mut f| f.read_exact(&mut magic).is_ok() && magic == format::MAGIC)
 }
 
-use crate::cli::Cli;
-use crate::model::raw::{HostInfo, RawSample};
+use crate::sample::{HostInfo, RawSample};
 
 /// Where snapshots come from: the live collector, or fixtures in tests.
 pub trait SampleSource {
@@ -80,14 +78,14 @@ pub const MAX_DURATION: Duration = Duration::from_secs(1_000_000_000);
 pub const MIN_SIZE: u64 = 4 << 10;
 pub const MAX_SIZE: u64 = 1 << 60;
 
-/// `--duration` in the one duration syntax ([`crate::units`]).
+/// `--duration` in the one duration syntax ([`crate::sys::units`]).
 pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
-    crate::units::parse_duration("--duration", s, MAX_DURATION).map_err(anyhow::Error::msg)
+    crate::sys::units::parse_duration("--duration", s, MAX_DURATION).map_err(anyhow::Error::msg)
 }
 
-/// `--max-size` in the one size syntax ([`crate::units`]).
+/// `--max-size` in the one size syntax ([`crate::sys::units`]).
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    crate::units::parse_size("--max-size", s, MIN_SIZE, MAX_SIZE).map_err(anyhow::Error::msg)
+    crate::sys::units::parse_size("--max-size", s, MIN_SIZE, MAX_SIZE).map_err(anyhow::Error::msg)
 }
 
 /// Why a part cannot honour `--max-size`.
@@ -98,39 +96,6 @@ fn too_small(max: u64, need: u64) -> anyhow::Error {
         human_bytes(max),
         human_bytes(need)
     )
-}
-
-/// The recording loop over any [`SampleSource`]: the run's one sampling
-/// loop ([`crate::service::run_loop`]) with a recording as its only sink,
-/// keeping the default number of rotated parts. Stops after `count`
-/// snapshots, at the end of `duration`, or when `stop` is set; then writes
-/// the end record and returns. `status` receives the one-line progress
-/// when `opts.progress` is set.
-pub fn record_loop(
-    path: &Path,
-    w: Writer,
-    src: &mut dyn SampleSource,
-    opts: &RecordOptions,
-    stop: &AtomicBool,
-    status: &mut dyn FnMut(&str),
-) -> anyhow::Result<RecordSummary> {
-    let rec = session::Recorder::from_writer(path, w, opts, retention::Retention::default());
-    let sched = crate::service::Schedule {
-        interval: opts.interval,
-        count: opts.count,
-        duration: opts.duration,
-    };
-    crate::service::record_with(rec, src, None, &sched, stop, None, &mut |ev| {
-        if let crate::service::Event::Sampled {
-            cur,
-            recorder: Some(r),
-            ..
-        } = ev
-            && opts.progress
-        {
-            status(&progress_line(r.summary(), cur));
-        }
-    })
 }
 
 /// The recorder's one-line status: snapshots, bytes, events the BPF side
@@ -165,37 +130,4 @@ pub fn human_bytes(b: u64) -> String {
     } else {
         format!("{b} B")
     }
-}
-
-struct Live(crate::collector::Collector, crate::topology::LoadOptions);
-
-impl SampleSource for Live {
-    fn host(&self) -> &HostInfo {
-        self.0.host()
-    }
-    fn sample(&mut self) -> anyhow::Result<RawSample> {
-        self.0.sample()
-    }
-    fn topology(&mut self) -> Option<Vec<u8>> {
-        let loaded = crate::topology::load(&self.1)
-            .and_then(|t| serde_json::to_vec(&t).map_err(anyhow::Error::from));
-        match loaded {
-            Ok(json) => Some(json),
-            Err(e) => {
-                crate::service::log::warn(&format!(
-                    "recording without topology (--pinning-check --replay will not work on it): {e:#}"
-                ));
-                None
-            }
-        }
-    }
-}
-
-/// The live collector with the CLI's options.
-pub fn live_source(cli: &Cli) -> anyhow::Result<Box<dyn SampleSource>> {
-    let c = crate::collector::Collector::new(crate::collector::CollectorOptions::from_cli(cli))?;
-    Ok(Box::new(Live(
-        c,
-        crate::topology::LoadOptions::from_cli(cli),
-    )))
 }

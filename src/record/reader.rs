@@ -12,8 +12,8 @@ use anyhow::{Context, bail};
 use super::format::{
     self, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD, Meta, RECORD_HEADER_LEN, RecordHeader,
 };
-use crate::model::raw::{HostInfo, RawSample};
-use crate::sanitize::Untrusted;
+use crate::sample::{HostInfo, RawSample};
+use crate::sys::sanitize::Untrusted;
 
 mod index;
 
@@ -85,7 +85,7 @@ impl Recording {
     pub fn open(path: impl AsRef<Path>) -> anyhow::Result<Recording> {
         let path = path.as_ref();
         // A regular file only: a FIFO would block here and has no length.
-        let file = crate::safefile::open_input(path, None)
+        let file = crate::sys::safefile::open_input(path, None)
             .with_context(|| format!("cannot open recording {}", path.display()))?;
         let file_len = file
             .metadata()

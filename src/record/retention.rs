@@ -51,9 +51,9 @@ pub fn parse_keep(s: &str) -> Result<u32, String> {
     }
 }
 
-/// `--keep-for D` in the one duration syntax ([`crate::units`]).
+/// `--keep-for D` in the one duration syntax ([`crate::sys::units`]).
 pub fn parse_keep_for(s: &str) -> Result<Duration, String> {
-    crate::units::parse_duration("--keep-for", s, MAX_KEEP_FOR)
+    crate::sys::units::parse_duration("--keep-for", s, MAX_KEEP_FOR)
 }
 
 /// The file name of a part started at `unix_ms` (UTC):

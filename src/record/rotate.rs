@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::safefile::{self, FileId};
+use crate::sys::safefile::{self, FileId};
 
 /// Rotated files kept besides the live one (FILE.1 … FILE.N) unless `--keep`
 /// says otherwise; older ones are deleted, so disk use stays below

@@ -14,7 +14,7 @@ use super::retention::{self, Retention};
 use super::rotate::{self, Parts};
 use super::writer::{self, Writer};
 use super::{RecordOptions, RecordSummary, too_small};
-use crate::model::raw::{HostInfo, RawSample};
+use crate::sample::{HostInfo, RawSample};
 
 /// How often `--keep-for` is applied between rotations.
 const EXPIRE_EVERY: Duration = Duration::from_secs(60);
@@ -302,7 +302,7 @@ impl Recorder {
     pub fn discard(mut self) {
         if let Some(w) = self.w.take()
             && w.samples() == 0
-            && crate::safefile::id_of(&self.path).ok().flatten() == Some(w.id())
+            && crate::sys::safefile::id_of(&self.path).ok().flatten() == Some(w.id())
         {
             let _ = std::fs::remove_file(&self.path);
         }

@@ -3,7 +3,7 @@
 //! monotonically like a real busy host's, so frames computed from them are
 //! meaningful.
 
-use crate::model::raw::{
+use crate::sample::{
     BpfHealth, CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NET_RX,
     ProgStat, RawCgroup, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
 };

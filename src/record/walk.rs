@@ -34,7 +34,7 @@ use std::ops::ControlFlow;
 
 use super::Recording;
 use crate::model::frame::Frame;
-use crate::model::raw::RawSample;
+use crate::sample::RawSample;
 
 /// Most consecutive unreadable samples a frame may span.
 pub const MAX_BRIDGE: usize = 16;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::format::{self, End, MAX_PAYLOAD, Meta};
-use crate::model::raw::RawSample;
-use crate::safefile::{self, FileId};
+use crate::sample::RawSample;
+use crate::sys::safefile::{self, FileId};
 
 /// zstd level per record: level 3 is the library default; higher levels buy
 /// a few percent at several times the CPU, which a 1 s recorder should not spend.

@@ -16,7 +16,7 @@
 //! `ethtool -x` reads it with this ioctl too); the `ethtool` crate of the
 //! rust-netlink family covers neither (no RSS, no rules). The socket
 //! answers for the network namespace of the thread that opened it, so
-//! namespace helpers (`topology::netns`) get their devices' tables.
+//! namespace helpers (`crate::sys::netns`) get their devices' tables.
 //!
 //! Devices without RSS or rules (veth, bridges, most virtual devices) answer
 //! `EOPNOTSUPP`: that is [`Support::NotSupported`], not an error.
@@ -30,8 +30,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use serde::{Deserialize, Serialize};
 
 use super::Nic;
-use crate::bytes::field;
-use crate::sysroot::Sysroot;
+use crate::sys::bytes::field;
+use crate::sys::sysroot::Sysroot;
 
 /// Whether a device answered one of the ethtool questions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

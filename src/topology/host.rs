@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{NetnsInfo, Nic};
-use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::Sysroot;
 
 /// Everything the lint and the Topology view know about one host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -158,7 +158,7 @@ pub struct ThreadInfo {
     /// Effective cgroup cpuset, when the thread is in a restricted one.
     pub cpuset: Option<CpuSet>,
     /// The pod/container or systemd unit its cgroup path names
-    /// (`crate::cgroup::Identity::label`); absent in older topologies.
+    /// (`crate::sys::cgroup::Identity::label`); absent in older topologies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
     /// KiB of the process's memory per NUMA node (`numa_maps`), read for
@@ -255,5 +255,13 @@ impl HostTopology {
 
     pub fn irq(&self, irq: u32) -> Option<&Irq> {
         self.irqs.iter().find(|i| i.irq == irq)
+    }
+}
+
+/// Generic, through the JSON form: the topology has many nested string
+/// fields and is read rarely (once per lint, every 15 s in the TUI).
+impl crate::sys::sanitize::Untrusted for HostTopology {
+    fn sanitize(&mut self) {
+        crate::sys::sanitize::sanitize_via_json(self);
     }
 }

@@ -11,8 +11,8 @@ use hwlocality::object::types::{OSDeviceType, ObjectType};
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::{Cache, CpuSource, NumaNode, Package, Pu};
-use crate::cpuset::CpuSet;
-use crate::sysroot::{MAX_FILE, MAX_LARGE_FILE, Sysroot};
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::{MAX_FILE, MAX_LARGE_FILE, Sysroot};
 
 /// NUMA node and local CPUs of a NIC as hwloc placed it.
 pub(super) type NicLocality = BTreeMap<String, (Option<u32>, Option<CpuSet>)>;
@@ -59,7 +59,7 @@ pub(super) fn load_cpus(root: &Sysroot, src: &CpuSource) -> anyhow::Result<Cpus>
             // the path: a device or FIFO given by mistake ends in a clear
             // error instead of a hang, and a missing file is told apart from
             // one that is not XML.
-            let bytes = crate::safefile::read_input(path, MAX_LARGE_FILE)
+            let bytes = crate::sys::safefile::read_input(path, MAX_LARGE_FILE)
                 .map_err(|e| anyhow::anyhow!("hwloc XML: {e:#}"))?;
             let xml = String::from_utf8(bytes)
                 .map_err(|_| anyhow::anyhow!("hwloc XML {}: not UTF-8 text", path.display()))?;
@@ -210,8 +210,9 @@ fn load_sysfs(root: &Sysroot) -> anyhow::Result<Cpus> {
             else {
                 continue;
             };
-            let list = crate::sysroot::read_string_bounded(&e.path().join("cpulist"), MAX_FILE)
-                .unwrap_or_default();
+            let list =
+                crate::sys::sysroot::read_string_bounded(&e.path().join("cpulist"), MAX_FILE)
+                    .unwrap_or_default();
             numa_nodes.push(NumaNode {
                 node: n,
                 cpus: CpuSet::parse_list(&list).map_err(|err| {

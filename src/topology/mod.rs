@@ -12,34 +12,33 @@
 //! Where things are: the model types in `host` (CPUs, IRQs, threads,
 //! [`HostTopology`]) and `nic` (NICs and their queues); this file builds
 //! one ([`load`], [`load_devices`]) from the readers: `hw` (hwloc or sysfs
-//! CPU structure), `sys` (boot parameters, IRQs, NICs and queues), [`xdp`],
-//! [`ethtool`] (RSS and flow rules), [`netns`] (other namespaces) and
+//! CPU structure), `sysfs` (boot parameters, IRQs, NICs and queues), [`xdp`],
+//! [`ethtool`] (RSS and flow rules), [`netns`](crate::sys::netns) (other namespaces) and
 //! `threads` (placement, with `net` for the NICs a process uses).
 
 pub mod ethtool;
 mod host;
 mod hw;
 mod net;
-pub mod netns;
 mod nic;
-mod sys;
+mod sysfs;
 mod threads;
 pub mod xdp;
 
+pub use crate::sys::netns::{NetnsInfo, NetnsKind};
 pub use ethtool::{FlowRule, Steering, Support};
 pub use host::{
     Cache, HostConfig, HostTopology, Irq, IrqBalance, NumaNode, Package, Pu, ThreadInfo,
 };
-pub use netns::{NetnsInfo, NetnsKind};
 pub use nic::{Nic, RxQueue, TxQueue, XdpMode, label};
 pub use xdp::XdpProg;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::Cli;
-use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
+use crate::sys::cpuset::CpuSet;
+use crate::sys::netns;
+use crate::sys::sysroot::Sysroot;
 
 /// Where the CPU structure (packages, caches, cores, PUs) comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,8 +57,7 @@ pub enum CpuSource {
 /// at 20 % shows, short enough to keep the check well under 200 ms.
 const SAMPLE_MS: u64 = 25;
 
-/// What [`load`] reads. Built from the command line with
-/// [`LoadOptions::from_cli`]; the TUI builds its own.
+/// What [`load`] reads.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     pub sysroot: Sysroot,
@@ -70,15 +68,19 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
-    /// Flags win; a fake sysroot may carry its own `hwloc.xml` or
-    /// `hwloc.synthetic`; otherwise a fake root falls back to its sysfs files
-    /// (the live hwloc view would describe the wrong machine).
-    pub fn from_cli(cli: &Cli) -> Self {
-        let sysroot = Sysroot::new(&cli.sysroot);
-        let cpu_source = if let Some(x) = &cli.hwloc_xml {
-            CpuSource::Xml(x.clone())
-        } else if let Some(s) = &cli.hwloc_synthetic {
-            CpuSource::Synthetic(s.clone())
+    /// An explicit hwloc XML file or synthetic description wins; a fake
+    /// sysroot may carry its own `hwloc.xml` or `hwloc.synthetic`; otherwise
+    /// a fake root falls back to its sysfs files (the live hwloc view would
+    /// describe the wrong machine).
+    pub fn new(
+        sysroot: Sysroot,
+        hwloc_xml: Option<PathBuf>,
+        hwloc_synthetic: Option<String>,
+    ) -> Self {
+        let cpu_source = if let Some(x) = hwloc_xml {
+            CpuSource::Xml(x)
+        } else if let Some(s) = hwloc_synthetic {
+            CpuSource::Synthetic(s)
         } else if sysroot.is_live() {
             CpuSource::Live
         } else if sysroot.root().join("hwloc.xml").is_file() {
@@ -111,7 +113,7 @@ pub fn load_devices(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     let root = &opts.sysroot;
     let mut topo = HostTopology::of(root);
     load_network(root, &hw::NicLocality::new(), &mut topo)?;
-    crate::sanitize::Untrusted::sanitize(&mut topo);
+    crate::sys::sanitize::Untrusted::sanitize(&mut topo);
     Ok(topo)
 }
 
@@ -123,12 +125,12 @@ fn load_network(
     locality: &hw::NicLocality,
     topo: &mut HostTopology,
 ) -> anyhow::Result<()> {
-    topo.irqs = sys::load_irqs(root, &mut topo.notes)?;
-    topo.nics = sys::load_nics(
+    topo.irqs = sysfs::load_irqs(root, &mut topo.notes)?;
+    topo.nics = sysfs::load_nics(
         root,
         &mut topo.irqs,
         locality,
-        &sys::NicScope::OWN,
+        &sysfs::NicScope::OWN,
         &mut topo.notes,
     )?;
     xdp::fill(root, &mut topo.nics, &mut topo.notes);
@@ -144,8 +146,8 @@ fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTo
     let read = |nsroot: &Sysroot, proc_net: &str, netns: &str, irqs: &[Irq]| -> NsRead {
         let mut irqs = irqs.to_vec();
         let mut notes = Vec::new();
-        let scope = sys::NicScope { proc_net, netns };
-        let mut nics = match sys::load_nics(nsroot, &mut irqs, hw, &scope, &mut notes) {
+        let scope = sysfs::NicScope { proc_net, netns };
+        let mut nics = match sysfs::load_nics(nsroot, &mut irqs, hw, &scope, &mut notes) {
             Ok(n) => n,
             Err(e) => {
                 notes.push(format!("netns {netns}: {e:#}"));
@@ -207,7 +209,7 @@ fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTo
 /// isolated or nohz_full): nettop's calibration never runs there.
 pub fn isolated_cpus(root: &Sysroot) -> anyhow::Result<CpuSet> {
     let mut notes = Vec::new();
-    Ok(sys::load_host(root, &mut notes)?.isolated())
+    Ok(sysfs::load_host(root, &mut notes)?.isolated())
 }
 
 /// Reads the whole host. Fails only when the CPU structure cannot be had at
@@ -239,14 +241,14 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
         }
     };
 
-    topo.host = sys::load_host(root, &mut topo.notes)?;
+    topo.host = sysfs::load_host(root, &mut topo.notes)?;
     load_network(root, &cpus.nic_locality, &mut topo)?;
     let scan = threads::load_threads(root, &topo.online, &topo.nics, opts.sample, &mut topo.notes)?;
     topo.threads = scan.threads;
     if let Some(ib) = scan.irqbalance_pid {
-        topo.host.irqbalance = Some(sys::load_irqbalance(root, ib));
+        topo.host.irqbalance = Some(sysfs::load_irqbalance(root, ib));
     }
     // Thread names, IRQ and NIC names come from other users and drivers.
-    crate::sanitize::Untrusted::sanitize(&mut topo);
+    crate::sys::sanitize::Untrusted::sanitize(&mut topo);
     Ok(topo)
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::sysroot::Sysroot;
+use crate::sys::sysroot::Sysroot;
 
 #[derive(Debug, Clone)]
 pub(super) struct Route {

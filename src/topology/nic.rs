@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{FlowRule, Irq, Steering, XdpProg};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 
 /// How an XDP program is attached to a NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::net::{NetNs, nics_of, socket_inodes};
 use super::{Nic, ThreadInfo};
-use crate::collector::cgroups::Mounts;
-use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
+use crate::sys::cgroup::Mounts;
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::Sysroot;
 
 /// `PF_KTHREAD` in include/linux/sched.h.
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -53,8 +53,8 @@ fn numeric_dirs(root: &Sysroot, abs: &str) -> Vec<u32> {
 /// The container or service a process's cgroups name (v2 path first,
 /// else the most specific v1 path), for findings that name workloads.
 fn workload(text: &str) -> Option<String> {
-    let pc = crate::cgroup::ProcCgroup::parse(text);
-    let label = |p: &str| crate::cgroup::Identity::parse(p).label();
+    let pc = crate::sys::cgroup::ProcCgroup::parse(text);
+    let label = |p: &str| crate::sys::cgroup::Identity::parse(p).label();
     pc.v2
         .as_deref()
         .and_then(label)
@@ -70,7 +70,7 @@ fn cgroup_cpuset_of(
     text: &str,
     cache: &mut HashMap<String, Option<CpuSet>>,
 ) -> (Option<String>, Option<CpuSet>) {
-    let pc = crate::cgroup::ProcCgroup::parse(text);
+    let pc = crate::sys::cgroup::ProcCgroup::parse(text);
     let (path, v1) = match (pc.v1_cpuset(), &pc.v2) {
         (Some(p), _) if mounts.v1_cpuset.is_some() => (p.to_string(), true),
         (_, Some(p)) => (p.clone(), false),
@@ -176,7 +176,7 @@ pub(super) fn load_threads(
                 irqbalance_pid = Some(pid);
             }
             let affinity = if root.is_live() {
-                crate::collector::procfs::live_affinity(tid)
+                crate::sys::cpuset::live_affinity(tid)
             } else {
                 None
             };

@@ -8,7 +8,7 @@
 //!
 //! Scope: a `NETLINK_ROUTE` socket sees the links of the network namespace
 //! of the *calling thread*. For other namespaces [`fill`] runs on the
-//! namespace helper thread (`topology::netns`), whose /sys is mounted for
+//! namespace helper thread (`crate::sys::netns`), whose /sys is mounted for
 //! that namespace too. NICs are matched to links by ifindex and name
 //! together, so a /sys mounted for a different namespace than the caller's
 //! yields "unknown" rather than another device's mode.
@@ -27,8 +27,8 @@ use netlink_packet_route::link::{LinkAttribute, LinkMessage, LinkXdp as NlXdp, X
 use serde::{Deserialize, Serialize};
 
 use super::{Nic, XdpMode};
-use crate::rtnl::{self, Stats};
-use crate::sysroot::Sysroot;
+use crate::sys::rtnl::{self, Stats};
+use crate::sys::sysroot::Sysroot;
 
 /// One XDP program attached to a device, and in which mode. A device has
 /// several only with `XDP_ATTACHED_MULTI` (e.g. native plus offload).
@@ -70,7 +70,7 @@ pub struct LinkXdpState {
 
 /// Errors of the shared rtnetlink dump, under the name this module had
 /// before the dump was shared with the device counters.
-pub use crate::rtnl::RtnlError as XdpError;
+pub use crate::sys::rtnl::RtnlError as XdpError;
 
 /// Summary mode of a link from what the kernel attached. With several
 /// programs (`XDP_ATTACHED_MULTI`) generic wins, then native, then offload:
@@ -268,7 +268,7 @@ pub(super) fn fill(root: &Sysroot, nics: &mut [Nic], notes: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rtnl::testing::{assert_never_panics, link, nla};
+    use crate::sys::rtnl::testing::{assert_never_panics, link, nla};
     use netlink_packet_core::NLM_F_DUMP_INTR;
 
     /// An RTM_NEWLINK message as the kernel sends it: nlmsghdr, ifinfomsg,
@@ -292,7 +292,7 @@ mod tests {
 
     /// A message of a dump: NLM_F_MULTI set.
     fn msg(ty: u16, flags: u16, body: &[u8]) -> Vec<u8> {
-        crate::rtnl::testing::msg(ty, flags | 2, body)
+        crate::sys::rtnl::testing::msg(ty, flags | 2, body)
     }
 
     fn done() -> Vec<u8> {

@@ -11,9 +11,9 @@ use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
 use super::keymap;
 use super::style::{STOLEN_MARK_PCT, Sty};
 use super::views::View;
-use crate::model::raw::Regime;
 use crate::output::columns::ProcColumn;
 use crate::output::format::{fmt_pct, fmt_rate, hms};
+use crate::sample::Regime;
 
 /// Below the smallest terminal the TUI draws into, a note instead.
 pub(crate) fn too_small(f: &mut TermFrame, area: Rect) -> bool {
@@ -155,9 +155,9 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     }
     if let Some(f) = &app.frame {
         let src = match f.source {
-            crate::model::raw::Source::Bpf if f.health.attach_mode.is_empty() => "BPF".to_string(),
-            crate::model::raw::Source::Bpf => format!("BPF {}", f.health.attach_mode),
-            crate::model::raw::Source::ProcOnly => "/proc only (estimates)".to_string(),
+            crate::sample::Source::Bpf if f.health.attach_mode.is_empty() => "BPF".to_string(),
+            crate::sample::Source::Bpf => format!("BPF {}", f.health.attach_mode),
+            crate::sample::Source::ProcOnly => "/proc only (estimates)".to_string(),
         };
         spans.push(Span::raw(format!(
             " │ {src} │ interval {:.2}s delay {}s",

@@ -16,13 +16,10 @@ pub mod fixtures;
 pub mod keymap;
 pub mod prompt;
 pub mod render;
-mod source;
 mod style;
 mod term;
 pub mod views;
 
-use std::io::IsTerminal;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -30,16 +27,15 @@ use std::time::Duration;
 
 use crossterm::event;
 
-use crate::cli::Cli;
 use crate::model::frame::Frame;
-use app::{Action, App, Extras, Options, Theme};
+use app::{Action, App, Extras};
 
 /// Longest the loop waits for input before looking at new data; bounds how
 /// late a Frame or a signal is noticed.
 const INPUT_POLL: Duration = Duration::from_millis(40);
 
 /// Data thread → UI.
-pub(crate) enum Msg {
+pub enum Msg {
     Frame(Box<Frame>),
     Replay {
         index: usize,
@@ -56,7 +52,7 @@ pub(crate) enum Msg {
 }
 
 /// UI → data thread.
-pub(crate) enum Cmd {
+pub enum Cmd {
     SetDelay(f64),
     Seek(usize),
     SeekTime(u64),
@@ -66,43 +62,10 @@ pub(crate) enum Cmd {
     Quit,
 }
 
-fn check_tty() -> anyhow::Result<()> {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        anyhow::bail!(
-            "the interactive view needs a terminal on stdin and stdout; use -b for batch text or --json"
-        );
-    }
-    Ok(())
-}
-
-fn options(cli: &Cli) -> Options {
-    let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
-    Options {
-        delay: cli.delay,
-        threads: cli.threads,
-        theme: Theme::from_env(),
-        width,
-        height,
-    }
-}
-
-pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
-    check_tty()?;
-    // Collector errors (no permission, bad --sysroot, BPF refused) surface
-    // here, before raw mode, as plain text.
-    let (rx, tx) = source::start_live(cli)?;
-    let app = App::new(options(cli));
-    run(app, rx, tx)
-}
-
-pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
-    check_tty()?;
-    let (rx, tx) = source::start_replay(cli, file)?;
-    let app = App::new(options(cli));
-    run(app, rx, tx)
-}
-
-fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u8> {
+/// Runs the TUI: enters the terminal, draws `app` and feeds it Frames from
+/// `rx` and keys from the terminal; commands go back over `tx`. The
+/// terminal is restored on every way out.
+pub fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u8> {
     // SIGTERM/SIGHUP/SIGINT only set a flag; the loop notices within
     // INPUT_POLL and unwinds normally, so the guard restores the terminal.
     let signal = Arc::new(AtomicUsize::new(0));

@@ -106,7 +106,7 @@ const GOTO_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 365 *
 
 /// A replay jump target: `HH:MM[:SS]` (UTC, as the header shows times) on
 /// the day of the frame on screen, or an offset from it in the one duration
-/// syntax ([`crate::units`]): `+90s`, `-10m`, `+1h30m` (a bare number is
+/// syntax ([`crate::sys::units`]): `+90s`, `-10m`, `+1h30m` (a bare number is
 /// seconds). Returns unix milliseconds.
 pub fn parse_goto(s: &str, now_unix_ms: u64) -> Result<u64, String> {
     let bad = || format!("'{s}': go to HH:MM[:SS] (UTC) or an offset like +30s, -10m, +1h");
@@ -114,7 +114,7 @@ pub fn parse_goto(s: &str, now_unix_ms: u64) -> Result<u64, String> {
         return Err(bad());
     }
     if s.starts_with(['+', '-']) {
-        let (fwd, d) = crate::units::parse_offset("T", s, GOTO_MAX)
+        let (fwd, d) = crate::sys::units::parse_offset("T", s, GOTO_MAX)
             .map_err(|e| format!("{e}; or HH:MM[:SS] (UTC)"))?;
         let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         return Ok(if fwd {

@@ -12,7 +12,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nettop::model::frame::Frame;
-use nettop::model::hidden::Calibration;
+use nettop::sample::calibration::Calibration;
 
 use crate::common::{self, victim::Bucket};
 use crate::{FRAMES, VICTIM_CPU, VICTIM_ENV};

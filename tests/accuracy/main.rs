@@ -48,7 +48,7 @@ use common::netns::NetnsPair;
 use common::victim::{self, Bucket};
 use harness::{Fail, Victim, calibrate, frames_of, preconditions, unix_us};
 use nettop::model::frame::{Frame, TaskView};
-use nettop::model::raw::NET_RX;
+use nettop::sample::NET_RX;
 
 /// The oracles share the two CPUs: they must never run at the same time.
 static ORACLE: Mutex<()> = Mutex::new(());

@@ -3,9 +3,9 @@
 
 use nettop::model::compute;
 use nettop::model::frame::Frame;
-use nettop::model::hidden::{Basis, Calibration, ClassCost};
-use nettop::model::raw::*;
 use nettop::output::text::TextOptions;
+use nettop::sample::calibration::{Basis, Calibration, ClassCost};
+use nettop::sample::*;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::process::{Command, Output, Stdio};
 
 use nettop::model::frame::Frame;
-use nettop::model::raw::{Regime, Source};
+use nettop::sample::{Regime, Source};
 
 use crate::common;
 

@@ -3,8 +3,8 @@
 
 pub use nettop::model::compute;
 pub use nettop::model::frame::{Frame, TaskView};
-pub use nettop::model::hidden::{Basis, Calibration, ClassCost};
-pub use nettop::model::raw::*;
+pub use nettop::sample::calibration::{Basis, Calibration, ClassCost};
+pub use nettop::sample::*;
 
 pub const MS: u64 = 1_000_000;
 pub const S: u64 = 1_000_000_000;

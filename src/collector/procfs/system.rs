@@ -8,9 +8,9 @@ use std::io;
 use anyhow::{Context, Result, anyhow};
 
 use super::task::find_ksoftirqd;
-use crate::cpuset::CpuSet;
-use crate::model::raw::{CpuTimes, RawCpu, RawDevice, RawTask, Softnet};
-use crate::sysroot::{MAX_FILE, Sysroot, read_string_bounded};
+use crate::sample::{CpuTimes, RawCpu, RawDevice, RawTask, Softnet};
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::{MAX_FILE, Sysroot, read_string_bounded};
 
 /// Per-CPU lines of /proc/stat ("cpuN ..."), clock ticks. Missing trailing
 /// columns (old kernels) read as 0. Only online CPUs are listed by the kernel.

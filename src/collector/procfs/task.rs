@@ -10,9 +10,9 @@ use std::path::Path;
 use ::procfs::FromRead;
 use anyhow::{Context, Result, anyhow};
 
-use crate::cpuset::CpuSet;
-use crate::model::raw::RawTask;
-use crate::sysroot::{MAX_FILE, Sysroot, read_bounded};
+use crate::sample::RawTask;
+use crate::sys::cpuset::live_affinity;
+use crate::sys::sysroot::{MAX_FILE, Sysroot, read_bounded};
 
 /// `PF_KTHREAD` in include/linux/sched.h; `stat` field 9 carries the flags.
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -136,31 +136,6 @@ fn io_task_err(e: io::Error, path: &Path) -> TaskErr {
     } else {
         TaskErr::Other(anyhow!(e).context(format!("reading {}", path.display())))
     }
-}
-
-/// The live fast path for `Cpus_allowed_list`: the same kernel mask without
-/// having the kernel format the whole ~1.5 KB `status` file (3x faster on a
-/// 2,000-thread host). `None` (thread gone, EPERM) falls back to `status`.
-pub fn live_affinity(tid: u32) -> Option<CpuSet> {
-    // SAFETY: cpu_set_t is plain bits; all-zero is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer and size describe `set`, which outlives the call;
-    // the kernel writes at most `size` bytes.
-    let rc = unsafe {
-        libc::sched_getaffinity(
-            tid as libc::pid_t,
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &mut set,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    let max = (std::mem::size_of::<libc::cpu_set_t>() * 8) as u32;
-    // SAFETY: CPU_ISSET only reads `set` at an index below its bit size.
-    Some(CpuSet::from_cpus(
-        (0..max).filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) }),
-    ))
 }
 
 /// What a thread shares with its process, read once per process on the

@@ -95,6 +95,29 @@ pub struct Options {
     pub top_cgroups: usize,
 }
 
+/// Default top-N tasks exported when `--rows 0` asks for "all": metrics must
+/// stay bounded whatever the host runs.
+const DEFAULT_TOP_TASKS: usize = 20;
+const MAX_TOP_TASKS: usize = 200;
+
+impl Options {
+    /// `rows` task series (0: the default bound, never unbounded), thread
+    /// rows or processes, and `top_cgroups` cgroup series; no device
+    /// configuration yet.
+    pub fn new(rows: usize, threads: bool, top_cgroups: usize) -> Options {
+        Options {
+            top_tasks: if rows == 0 {
+                DEFAULT_TOP_TASKS
+            } else {
+                rows.min(MAX_TOP_TASKS)
+            },
+            threads,
+            topology: None,
+            top_cgroups,
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

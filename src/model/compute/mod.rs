@@ -39,8 +39,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::cost::{self, CpuCost};
 use super::frame::{CpuView, DeviceView, Frame, HealthView, NapiView, Summary, TaskView};
-use super::hidden::{self, Calibration};
-use super::raw::{
+use super::hidden;
+use crate::sample::calibration::Calibration;
+use crate::sample::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NR_SOFTIRQS,
     RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
 };

@@ -3,7 +3,7 @@
 
 use super::ctx::Ctx;
 use super::{Finding, RuleId, finding, tref};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 
 pub(super) fn nt005_cpu0(cx: &Ctx, out: &mut Vec<Finding>) {
     if cx.t.online.len() < 2 {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{BUSY_PCT, Finding, NARROW, STOLEN_ERROR_PCT, hexmask};
-use crate::cpuset::CpuSet;
 use crate::pinning::{Evidence, Severity};
+use crate::sys::cpuset::CpuSet;
 use crate::topology::{HostTopology, Nic, ThreadInfo};
 
 /// NIC queue IRQs as (irq, nic).

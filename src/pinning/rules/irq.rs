@@ -3,7 +3,7 @@
 
 use super::ctx::{Ctx, in_netns_of, irq_fixes, rps_fix_lines, stolen_severity};
 use super::{Finding, RuleId, finding, hexmask, tref, uniq};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 use crate::topology::Nic;
 
 pub(super) fn nt002_003_interrupts_on_pinned(cx: &Ctx, out: &mut Vec<Finding>) {

@@ -4,7 +4,7 @@
 use super::ctx::Ctx;
 use super::ctx::no_cpu_for_irq;
 use super::{Finding, RuleId, finding, hexmask};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 
 pub(super) fn nt007_009_isolated_irqs(cx: &Ctx, out: &mut Vec<Finding>) {
     let iso = &cx.isolated;

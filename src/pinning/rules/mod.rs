@@ -19,7 +19,7 @@ mod steering;
 use serde::{Deserialize, Serialize};
 
 use super::{Evidence, Finding, Severity, ThreadRef};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 use crate::topology::{HostTopology, ThreadInfo};
 
 use ctx::Ctx;

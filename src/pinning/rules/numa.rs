@@ -4,7 +4,7 @@
 use super::ctx::Ctx;
 use super::ctx::no_cpu_for_irq;
 use super::{Finding, MEM_MIN_KIB, RuleId, finding, hexmask, join, tref};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 
 pub(super) fn nt001_remote_nic(cx: &Ctx, out: &mut Vec<Finding>) {
     if !cx.multi_node {

@@ -4,7 +4,7 @@
 
 use super::ctx::{Ctx, irq_fixes, rps_fix_lines, stolen_severity};
 use super::{Finding, RuleId, finding, tref, uniq};
-use crate::cpuset::CpuSet;
+use crate::sys::cpuset::CpuSet;
 
 pub(super) fn nt004_interrupts_on_sibling(cx: &Ctx, out: &mut Vec<Finding>) {
     for th in cx.narrow() {

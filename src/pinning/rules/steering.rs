@@ -9,8 +9,8 @@
 
 use super::ctx::{Ctx, in_netns_of, no_cpu_for_irq};
 use super::{Finding, RuleId, finding, tref};
-use crate::cpuset::CpuSet;
 use crate::pinning::Severity;
+use crate::sys::cpuset::CpuSet;
 use crate::topology::{Nic, Steering, Support, ThreadInfo, XdpMode};
 
 /// Drivers with native (driver) XDP, from the kernel's `ndo_bpf`

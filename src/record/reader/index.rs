@@ -26,7 +26,7 @@ use anyhow::{Context, bail};
 
 use super::super::format::{self, FILE_HEADER_LEN, MAX_PAYLOAD, RECORD_HEADER_LEN, RecordHeader};
 use super::{Entry, Recording, Step, Warning, WarningKind, decode_bytes, read_up_to};
-use crate::sanitize::Untrusted;
+use crate::sys::sanitize::Untrusted;
 
 /// Bytes checksummed for resync candidates, as a multiple of the file size.
 pub const RESYNC_BUDGET: u64 = 2;

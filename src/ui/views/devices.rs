@@ -236,7 +236,7 @@ fn cpu_list(cpus: &[u32]) -> String {
     if cpus.is_empty() {
         "-".into()
     } else {
-        crate::cpuset::CpuSet::from_cpus(cpus.iter().copied()).to_list()
+        crate::sys::cpuset::CpuSet::from_cpus(cpus.iter().copied()).to_list()
     }
 }
 

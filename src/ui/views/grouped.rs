@@ -14,8 +14,8 @@ use ratatui::widgets::{Cell, Row, Table};
 
 use super::{Col, View, mark_selected, on_screen, table_head};
 use crate::model::frame::Frame;
-use crate::model::raw::NET_RX;
 use crate::output::format::fmt_pct;
+use crate::sample::NET_RX;
 use crate::ui::app::App;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit};
 

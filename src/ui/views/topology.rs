@@ -7,16 +7,16 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::LineKind;
-use crate::cpuset::CpuSet;
 use crate::model::frame::Frame;
+use crate::sys::cpuset::CpuSet;
 use crate::topology::{HostTopology, Support, XdpMode};
 
 pub(crate) const HEADER: &str = "Topology: NUMA nodes → CPUs, where napi polling and pinned tasks sit (pinned task sharing a NET_RX CPU highlighted)";
 
-/// A cache size in the one size syntax ([`crate::units`]), exact.
+/// A cache size in the one size syntax ([`crate::sys::units`]), exact.
 fn size(bytes: Option<u64>) -> String {
     bytes.map_or(String::new(), |b| {
-        format!(" {}", crate::units::human_bytes(b))
+        format!(" {}", crate::sys::units::human_bytes(b))
     })
 }
 
@@ -304,7 +304,7 @@ pub fn frame_lines(frame: Option<&Frame>) -> Vec<(LineKind, String)> {
         nodes.entry(c.node).or_default().push(c.cpu);
     }
     let all: Vec<u32> = f.cpus.iter().map(|c| c.cpu).collect();
-    let all_list = crate::cpuset::CpuSet::from_cpus(all.iter().copied()).to_list();
+    let all_list = crate::sys::cpuset::CpuSet::from_cpus(all.iter().copied()).to_list();
     let tasks = if f.threads.is_empty() {
         &f.processes
     } else {
@@ -316,7 +316,7 @@ pub fn frame_lines(frame: Option<&Frame>) -> Vec<(LineKind, String)> {
         .iter()
         .filter(|t| !t.kthread && t.affinity != all_list)
     {
-        if let Ok(set) = crate::cpuset::CpuSet::parse_list(&t.affinity)
+        if let Ok(set) = crate::sys::cpuset::CpuSet::parse_list(&t.affinity)
             && set.len() <= 4
         {
             for c in set.iter() {
@@ -329,7 +329,7 @@ pub fn frame_lines(frame: Option<&Frame>) -> Vec<(LineKind, String)> {
     }
     for (node, cpus) in nodes {
         let name = node.map_or("node ?".to_string(), |n| format!("NUMA node {n}"));
-        let list = crate::cpuset::CpuSet::from_cpus(cpus.iter().copied()).to_list();
+        let list = crate::sys::cpuset::CpuSet::from_cpus(cpus.iter().copied()).to_list();
         out.push((LineKind::Heading, format!("{name}: CPUs {list}")));
         for c in cpus {
             let mut polled: Vec<String> = f

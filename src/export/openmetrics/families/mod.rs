@@ -7,7 +7,7 @@ mod netcost;
 mod scrape;
 
 use super::{Family, Kind, Options};
-use crate::model::raw::{
+use crate::sample::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, HostInfo, RawSample, SOFTIRQ_NAMES, Source,
 };
 

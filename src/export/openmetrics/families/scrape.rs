@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::super::{MAX_DEVICES, Options};
 use super::{Labels, Samples};
-use crate::model::hidden::{Basis, Calibration, ClassCost};
-use crate::model::raw::{
+use crate::sample::calibration::{Basis, Calibration, ClassCost};
+use crate::sample::{
     BpfHealth, CpuNet, HostInfo, IrqAcct, ProgStat, RawCpu, RawDevice, RawSample, RawTask, Regime,
     Softnet, Source,
 };

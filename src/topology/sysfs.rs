@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use super::hw::NicLocality;
 use super::{HostConfig, Irq, IrqBalance, Nic, RxQueue, TxQueue, XdpMode};
-use crate::cpuset::CpuSet;
-use crate::sysroot::Sysroot;
+use crate::sys::cpuset::CpuSet;
+use crate::sys::sysroot::Sysroot;
 
 fn parse_list_at(root: &Sysroot, abs: &str, s: &str) -> anyhow::Result<CpuSet> {
     CpuSet::parse_list(s).map_err(|e| anyhow::anyhow!("{}: {e}", root.path(abs).display()))

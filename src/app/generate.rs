@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use crate::app::cli::Cli;
 
 /// Writes what `what` names into `dir` and lists the files on stdout.
 pub fn run(what: &str, dir: &Path) -> anyhow::Result<u8> {

@@ -7,7 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::hidden::Calibration;
+pub mod calibration;
+mod sanitize;
+
+use self::calibration::Calibration;
 
 /// Number of softirq vectors (`NR_SOFTIRQS` in include/linux/interrupt.h).
 pub const NR_SOFTIRQS: usize = 10;

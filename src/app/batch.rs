@@ -9,22 +9,21 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::cli::Cli;
-use crate::collector::{Collector, CollectorOptions};
-use crate::model::compute;
+use crate::app::cli::Cli;
+use crate::app::live::LiveFrames;
+use crate::app::options;
 use crate::model::frame::Frame;
-use crate::model::raw::HostInfo;
 use crate::record::{WarningKind, walk};
-use crate::sysroot::Sysroot;
-use crate::ticker::{Ticker, Wake};
-use crate::users::read_users;
+use crate::sample::HostInfo;
+use crate::sys::sysroot::Sysroot;
+use crate::sys::ticker::{Ticker, Wake};
+use crate::sys::users::read_users;
 
-use super::json::render_json;
-use super::text::{TextOptions, render_frame};
+use crate::output::json::render_json;
+use crate::output::text::{TextOptions, render_frame};
 
 /// Where frames go; stops the run when the reader went away.
 struct Sink<W: Write> {
@@ -47,7 +46,7 @@ impl<W: Write> Sink<W> {
         Self {
             out,
             json: cli.json,
-            group_cgroup: cli.group == Some(crate::cli::Group::Cgroup),
+            group_cgroup: cli.group == Some(crate::app::cli::Group::Cgroup),
             pids: cli.pids.clone(),
             text: TextOptions {
                 threads: cli.threads,
@@ -55,7 +54,7 @@ impl<W: Write> Sink<W> {
                 max_rows: cli.rows,
                 users,
                 regime_source: host.regime_source.clone(),
-                group_cgroup: cli.group == Some(crate::cli::Group::Cgroup),
+                group_cgroup: cli.group == Some(crate::app::cli::Group::Cgroup),
             },
             frames: 0,
         }
@@ -63,7 +62,7 @@ impl<W: Write> Sink<W> {
 
     fn emit(&mut self, frame: &Frame) -> anyhow::Result<Emit> {
         let mut s = if self.json && self.group_cgroup {
-            render_json(&super::cgroups::json_frame(frame), &[])
+            render_json(&crate::output::cgroups::json_frame(frame), &[])
                 .context("serialising a frame to JSON")?
         } else if self.json {
             render_json(frame, &self.pids).context("serialising a frame to JSON")?
@@ -91,66 +90,24 @@ impl<W: Write> Sink<W> {
     }
 }
 
-/// How often batch mode re-reads device configuration (the TUI re-reads
-/// its topology as often).
-const CONFIG_REFRESH: Duration = Duration::from_secs(15);
-
-/// Device configuration for live frames: `topology::load_devices` (no
-/// hwloc, no thread walk) at start and every [`CONFIG_REFRESH`]. A failed
-/// load leaves frames without `config` (the device counters are still
-/// right).
-struct DeviceConfigSource {
-    opts: crate::topology::LoadOptions,
-    topo: Option<crate::topology::HostTopology>,
-    at: Option<std::time::Instant>,
-}
-
-impl DeviceConfigSource {
-    fn new(cli: &Cli) -> Self {
-        let opts = crate::topology::LoadOptions::from_cli(cli);
-        Self {
-            opts,
-            topo: None,
-            at: None,
-        }
-    }
-
-    fn attach(&mut self, frame: &mut Frame) {
-        if self.at.is_none_or(|t| t.elapsed() >= CONFIG_REFRESH) {
-            self.at = Some(std::time::Instant::now());
-            self.topo = crate::topology::load_devices(&self.opts).ok();
-        }
-        if let Some(t) = &self.topo {
-            crate::model::devconf::attach(frame, t);
-        }
-    }
-}
-
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
-    let sysroot = Sysroot::new(&cli.sysroot);
-    let users = read_users(&sysroot);
-    let mut collector = Collector::new(CollectorOptions::from_cli(cli))?;
-    let host = collector.host().clone();
+    let users = read_users(&options::sysroot(cli));
+    let mut live = LiveFrames::open(cli)?;
+    let host = live.host().clone();
     // SIGINT/SIGTERM/SIGHUP end the run between frames so the collector is
     // dropped (BPF detached, stats setting restored).
-    let stop = crate::signals::stop_flag()?;
+    let stop = crate::sys::signals::stop_flag()?;
     let stdout = io::stdout();
     let mut sink = Sink::new(stdout.lock(), cli, &host, users);
 
-    let mut ticker = Ticker::new(Duration::from_secs_f64(cli.delay));
-    let mut config = DeviceConfigSource::new(cli);
-    let mut prev = collector.sample()?;
+    let mut ticker = Ticker::new(options::interval(cli));
     while cli.iterations.is_none_or(|n| sink.frames < n) {
         if ticker.sleep(&stop, None) == Wake::Stop {
             break;
         }
-        let cur = collector.sample()?;
-        let mut frame = compute(&host, &prev, &cur);
-        config.attach(&mut frame);
-        if let Emit::Closed = sink.emit(&frame)? {
+        if let Emit::Closed = sink.emit(&live.next_frame()?)? {
             break;
         }
-        prev = cur;
     }
     Ok(0)
 }

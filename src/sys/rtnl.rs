@@ -23,7 +23,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::link::{LinkAttribute, LinkExtentMask, LinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-use crate::bytes::field;
+use crate::sys::bytes::field;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RtnlError {

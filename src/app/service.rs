@@ -8,130 +8,20 @@
 //! journald keeps its priority for, and treats SIGHUP as "reopen the
 //! output" instead of "stop".
 
-pub mod log;
-
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
 
 use anyhow::bail;
 
-use crate::cli::Cli;
+use crate::app::cli::Cli;
+use crate::app::live::{DeviceConfigSource, Live};
+use crate::app::options;
+use crate::app::sampling::{Event, Schedule, record_with, run_loop};
 use crate::export::serve::{self, Endpoint};
-use crate::model::raw::RawSample;
-use crate::record::retention::{self, Retention};
+use crate::record::retention::Retention;
 use crate::record::session::{Recorder, Target};
-use crate::record::{RecordOptions, RecordSummary, SampleSource, human_bytes};
-use crate::ticker::{Ticker, Wake};
-
-/// When the sampling loop stops.
-#[derive(Clone, Copy, Debug)]
-pub struct Schedule {
-    pub interval: Duration,
-    pub count: Option<u64>,
-    pub duration: Option<Duration>,
-}
-
-/// What the loop hands back after each snapshot.
-pub enum Event<'a> {
-    /// Snapshot `n` (from 1) went to every sink.
-    Sampled {
-        n: u64,
-        cur: &'a RawSample,
-        recorder: Option<&'a mut Recorder>,
-    },
-    /// SIGHUP closed the live part; a new one is open.
-    Reopened { recorder: &'a mut Recorder },
-}
-
-/// The sampling loop every long-running mode shares: a snapshot now, then
-/// one per tick of a [`Ticker`] (a stall is one long interval, never a
-/// burst), each written to `recorder` and rendered into `endpoint`. Stops
-/// after `count` snapshots, at the end of `duration` (with a last snapshot
-/// then, so the whole span is covered) or when `stop` is set; returns why.
-/// When `reopen` is set (SIGHUP), the recorder starts a new part before
-/// the next snapshot. Closing the recording is the caller's: it owns it
-/// and must end it on errors too.
-pub fn run_loop(
-    src: &mut dyn SampleSource,
-    mut recorder: Option<&mut Recorder>,
-    mut endpoint: Option<&mut Endpoint>,
-    sched: &Schedule,
-    stop: &AtomicBool,
-    reopen: Option<&AtomicBool>,
-    on_event: &mut dyn FnMut(Event<'_>),
-) -> anyhow::Result<&'static str> {
-    let start = Instant::now();
-    let end = sched.duration.map(|d| start + d);
-    let mut ticker = Ticker::starting_at(start, sched.interval);
-    let mut prev: Option<RawSample> = None;
-    let mut n = 0u64;
-    loop {
-        if let (Some(flag), Some(r)) = (reopen, recorder.as_deref_mut())
-            && flag.swap(false, Ordering::Relaxed)
-        {
-            r.reopen(prev.as_ref())?;
-            on_event(Event::Reopened { recorder: r });
-        }
-        let cur = src.sample()?;
-        if let Some(r) = recorder.as_deref_mut() {
-            r.push(prev.as_ref(), &cur)?;
-        }
-        if let Some(e) = endpoint.as_deref_mut() {
-            e.update(prev.as_ref(), &cur)?;
-        }
-        n += 1;
-        on_event(Event::Sampled {
-            n,
-            cur: &cur,
-            recorder: recorder.as_deref_mut(),
-        });
-        prev = Some(cur);
-        if sched.count.is_some_and(|c| n >= c) {
-            return Ok("count");
-        }
-        if end.is_some_and(|e| Instant::now() >= e) {
-            return Ok("duration");
-        }
-        if ticker.sleep(stop, end) == Wake::Stop {
-            return Ok("signal");
-        }
-    }
-}
-
-/// Records `src` into `recorder` until the schedule or `stop` ends it, and
-/// closes the recording (with reason "error" when something failed).
-pub fn record_with(
-    mut recorder: Recorder,
-    src: &mut dyn SampleSource,
-    endpoint: Option<&mut Endpoint>,
-    sched: &Schedule,
-    stop: &AtomicBool,
-    reopen: Option<&AtomicBool>,
-    on_event: &mut dyn FnMut(Event<'_>),
-) -> anyhow::Result<RecordSummary> {
-    let topology = src.topology();
-    if let Err(e) = recorder.begin(src.host(), sched.interval, topology) {
-        recorder.abort();
-        return Err(e);
-    }
-    match run_loop(
-        src,
-        Some(&mut recorder),
-        endpoint,
-        sched,
-        stop,
-        reopen,
-        on_event,
-    ) {
-        Ok(reason) => recorder.finish(reason),
-        Err(e) => {
-            recorder.abort();
-            Err(e)
-        }
-    }
-}
+use crate::record::{RecordOptions, SampleSource, human_bytes};
 
 /// `--record` and/or `--serve` from the command line.
 pub fn run(cli: &Cli) -> anyhow::Result<u8> {
@@ -139,7 +29,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     let service =
         target.is_some() && (cli.serve.is_some() || matches!(target, Some(Target::Dir(_))));
     let sched = Schedule {
-        interval: Duration::from_secs_f64(cli.delay),
+        interval: options::interval(cli),
         count: cli.iterations,
         duration: cli
             .duration
@@ -161,10 +51,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         keep_for: cli.keep_for,
     };
     let (stop, reopen) = if service {
-        let (s, r) = crate::signals::service_flags()?;
+        let (s, r) = crate::sys::signals::service_flags()?;
         (s, Some(r))
     } else {
-        (crate::signals::stop_flag()?, None)
+        (crate::sys::signals::stop_flag()?, None)
     };
     // Bind and create the first part before loading BPF: a busy port or an
     // unwritable path fails first.
@@ -177,8 +67,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         (Some(t), Some(o)) => Some(Recorder::create(t, o, retention)?),
         _ => None,
     };
-    let mut src = match crate::record::live_source(cli) {
-        Ok(s) => s,
+    let mut src: Box<dyn SampleSource> = match Live::open(cli) {
+        Ok(s) => Box::new(s),
         Err(e) => {
             if let Some(r) = recorder {
                 r.discard();
@@ -190,7 +80,11 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         Endpoint::new(
             l,
             src.host().clone(),
-            serve::live_metric_options(cli),
+            crate::export::openmetrics::Options {
+                // Counters are per sample; the configuration as of start.
+                topology: DeviceConfigSource::new(options::topology(cli)).current(),
+                ..options::metrics(cli)
+            },
             std::sync::Arc::clone(&stop),
         )
     });
@@ -211,7 +105,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             }
             if let Some(r) = recorder {
                 for p in r.take_deleted() {
-                    log::info(&format!("retention: deleted {}", p.display()));
+                    log::info!("retention: deleted {}", p.display());
                 }
                 if progress {
                     let mut e = std::io::stderr();
@@ -222,10 +116,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             }
         }
         Event::Reopened { recorder } => {
-            log::notice(&format!(
+            log::info!(target: crate::app::logger::NOTICE,
                 "SIGHUP: now recording to {}",
                 recorder.path().display()
-            ));
+            );
         }
     };
     let res = match recorder {
@@ -265,7 +159,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     })?;
     served?;
     if let (Some(sum), Some(file)) = (sum, &cli.record) {
-        log::info(&format!(
+        log::info!(
             "wrote {} snapshots ({}) to {}{}",
             sum.samples,
             human_bytes(sum.bytes),
@@ -275,14 +169,14 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             } else {
                 String::new()
             }
-        ));
+        );
     }
     Ok(0)
 }
 
 fn record_options(cli: &Cli, target: &Target) -> anyhow::Result<RecordOptions> {
     Ok(RecordOptions {
-        interval: Duration::from_secs_f64(cli.delay),
+        interval: options::interval(cli),
         count: cli.iterations,
         duration: None,
         max_size: cli
@@ -354,11 +248,11 @@ fn announce(
     } else {
         "Ctrl-C stops"
     };
-    log::info(&format!(
+    log::info!(
         "{} (sampled every {} s); {stop}",
         what.join(" and "),
         cli.delay
-    ));
+    );
     if !service
         && std::io::stdout().is_terminal()
         && let Some(e) = ep
@@ -370,18 +264,8 @@ fn announce(
 /// Tells systemd (when it started us with `Type=notify`); a no-op elsewhere.
 fn notify(state: &[sd_notify::NotifyState<'_>]) {
     if let Err(e) = sd_notify::notify(state) {
-        log::warn(&format!("cannot notify systemd: {e}"));
+        log::warn!("cannot notify systemd: {e}");
     }
-}
-
-/// `--keep`'s parser for clap.
-pub fn parse_keep(s: &str) -> Result<u32, String> {
-    retention::parse_keep(s)
-}
-
-/// `--keep-for`'s parser for clap.
-pub fn parse_keep_for(s: &str) -> Result<Duration, String> {
-    retention::parse_keep_for(s)
 }
 
 /// Whether `path` would be recorded as a directory of daily parts.

@@ -144,13 +144,13 @@ pub struct Cli {
     /// Finished recording parts to keep besides the live one (default 4);
     /// older ones are deleted.
     #[arg(long = "keep", value_name = "N", requires = "record",
-          value_parser = crate::service::parse_keep,
+          value_parser = crate::record::retention::parse_keep,
           conflicts_with_all = ["batch", "replay", "pinning_check", "export"])]
     pub keep: Option<u32>,
 
     /// Delete finished recording parts last written longer ago than this (e.g. 7d).
     #[arg(long = "keep-for", value_name = "D", requires = "record",
-          value_parser = crate::service::parse_keep_for,
+          value_parser = crate::record::retention::parse_keep_for,
           conflicts_with_all = ["batch", "replay", "pinning_check", "export"])]
     pub keep_for: Option<std::time::Duration>,
 
@@ -182,7 +182,7 @@ impl Cli {
         use clap::FromArgMatches;
         // `--version` adds build and host facts; `-V` stays one line. Leaked
         // once: clap keeps a 'static string, and this runs once per process.
-        let long: &'static str = Box::leak(crate::version::long_version().into_boxed_str());
+        let long: &'static str = Box::leak(crate::sys::version::long_version().into_boxed_str());
         let matches = Cli::command().long_version(long).get_matches();
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         if let Err(msg) = cli.check() {
@@ -216,6 +216,19 @@ pub enum FailOn {
     Never,
 }
 
+impl FailOn {
+    /// The lowest severity that fails the check; `None` never fails.
+    pub fn severity(self) -> Option<crate::pinning::Severity> {
+        use crate::pinning::Severity;
+        match self {
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Never => None,
+        }
+    }
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Group {
     /// One row per cgroup: Kubernetes pod/container, docker, systemd unit.
@@ -240,7 +253,7 @@ fn parse_iterations(s: &str) -> Result<u64, String> {
 /// `-d` in the one duration syntax: `0.5` (seconds, as top takes it),
 /// `500ms`, `2s`; 0.05 s to 1 h.
 fn parse_delay(s: &str) -> Result<f64, String> {
-    let d = crate::units::parse_duration("-d", s, std::time::Duration::from_secs(3600))?;
+    let d = crate::sys::units::parse_duration("-d", s, std::time::Duration::from_secs(3600))?;
     if d < std::time::Duration::from_millis(50) {
         return Err(format!("-d '{s}': at least 50ms"));
     }

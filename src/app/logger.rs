@@ -1,10 +1,11 @@
 //! Log lines of the long-running modes, readable on a terminal and in the
 //! journal alike: one line per event, no colours or cursor movement, and
 //! under journald a `<N>` syslog priority prefix (sd-daemon(3)) instead of
-//! the `nettop:` name journald already records.
+//! the `nettop:` name journald already records. Every layer logs through
+//! the `log` facade; this is the one logger, installed by `main`.
 
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// syslog priorities nettop uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,26 +67,76 @@ pub fn format_line(level: Level, msg: &str, journald: bool) -> String {
     }
 }
 
-/// Writes one event to stderr.
-pub fn log(level: Level, msg: &str) {
-    let line = format_line(level, msg, under_journald());
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+/// Where records go instead of stderr while a full-screen front end owns
+/// the terminal (the TUI's status line); `None`: stderr.
+type Redirect = Box<dyn Fn(&str) + Send + Sync>;
+
+/// The one logger behind the `log` facade: library layers call
+/// `log::warn!` and never know which front end shows the line.
+struct Logger {
+    redirect: Mutex<Option<Redirect>>,
 }
 
-pub fn info(msg: &str) {
-    log(Level::Info, msg);
+/// The target that marks a record as `notice` (5): `log` has no level
+/// between warn and info, and journald does.
+pub const NOTICE: &str = "notice";
+
+static LOGGER: Logger = Logger {
+    redirect: Mutex::new(None),
+};
+
+fn level_of(r: &log::Record<'_>) -> Level {
+    match r.level() {
+        log::Level::Error => Level::Err,
+        log::Level::Warn => Level::Warning,
+        log::Level::Info if r.target() == NOTICE => Level::Notice,
+        log::Level::Info | log::Level::Debug | log::Level::Trace => Level::Info,
+    }
 }
 
-pub fn notice(msg: &str) {
-    log(Level::Notice, msg);
+impl log::Log for Logger {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Info
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let msg = r.args().to_string();
+        if let Ok(g) = self.redirect.lock()
+            && let Some(to) = g.as_ref()
+        {
+            to(&msg);
+            return;
+        }
+        let line = format_line(level_of(r), &msg, under_journald());
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+
+    fn flush(&self) {}
 }
 
-pub fn warn(msg: &str) {
-    log(Level::Warning, msg);
+/// Installs the logger; once per process (later calls do nothing).
+pub fn install() {
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
 }
 
-pub fn error(msg: &str) {
-    log(Level::Err, msg);
+/// Sends every record to `to` until [`redirect_end`]: the TUI shows them
+/// in its status line, where a line on stderr would tear the screen.
+pub fn redirect(to: Redirect) {
+    if let Ok(mut g) = LOGGER.redirect.lock() {
+        *g = Some(to);
+    }
+}
+
+/// Records go to stderr again.
+pub fn redirect_end() {
+    if let Ok(mut g) = LOGGER.redirect.lock() {
+        *g = None;
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::sysroot::Sysroot;
+use crate::sys::sysroot::Sysroot;
 
 /// `/etc/passwd` text → UID to name. Odd lines are skipped: a missing name
 /// prints as the number, which is what top does too.
@@ -14,7 +14,7 @@ pub fn parse_passwd(text: &str) -> HashMap<u32, String> {
             let name = it.next().filter(|n| !n.is_empty())?;
             let uid = it.nth(1)?.parse().ok()?;
             // A --sysroot's passwd is as untrusted as any other input.
-            Some((uid, crate::sanitize::clean(name).into_owned()))
+            Some((uid, crate::sys::sanitize::clean(name).into_owned()))
         })
         .collect()
 }

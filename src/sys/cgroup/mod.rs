@@ -4,6 +4,8 @@
 //! (`collector::cgroups`), and the model rolls tasks up per cgroup
 //! (`model::cgroups`).
 
+pub mod mounts;
 pub mod path;
 
+pub use mounts::{Mounts, walk_v2};
 pub use path::{Identity, ProcCgroup, Qos};

@@ -1,21 +1,24 @@
-//! Data threads: everything that does I/O for the TUI (collector samples,
+//! `nettop` and `nettop --replay FILE`: the TUI ([`crate::ui`]) fed by data
+//! threads. Everything that does I/O for the TUI (collector samples,
 //! model arithmetic, recordings, /etc/passwd, topology) runs here and sends
 //! finished values to the UI thread.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::app::Extras;
-use super::views::{LineKind, devices, pinning, topology};
-use super::{Cmd, Msg};
-use crate::cli::Cli;
-use crate::collector::{Collector, CollectorOptions};
+use crate::app::cli::Cli;
+use crate::app::live::LiveFrames;
+use crate::app::options;
 use crate::model::frame::Frame;
-use crate::sysroot::Sysroot;
-use crate::ticker::Ticker;
+use crate::sys::sysroot::Sysroot;
+use crate::sys::ticker::Ticker;
+use crate::ui::app::{App, Extras, Options, Theme};
+use crate::ui::views::{LineKind, devices, pinning, topology};
+use crate::ui::{Cmd, Msg};
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read, at
 /// the most.
@@ -31,7 +34,7 @@ fn topology_refresh(scan_cpu: Duration) -> Duration {
     TOPOLOGY_REFRESH.max(scan_cpu.div_f64(TOPOLOGY_CPU_SHARE))
 }
 
-use crate::users::read_users;
+use crate::sys::users::read_users;
 
 /// Random access to a sequence of Frames (a recording).
 pub(crate) trait FrameSource {
@@ -158,11 +161,11 @@ fn note_extras(kind: LineKind, text: String) -> Extras {
 /// Loads the topology now and every [`TOPOLOGY_REFRESH`], sending the
 /// Topology and Pinning views' lines. Failures become a note in the views.
 fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>) {
-    let opts = crate::topology::LoadOptions::from_cli(cli);
+    let opts = options::topology(cli);
     std::thread::spawn(move || {
         let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
         loop {
-            let cpu0 = crate::collector::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+            let cpu0 = crate::sys::clock::thread_cputime_ns();
             let mut extras = match crate::topology::load(&opts) {
                 Ok(t) => {
                     let ev = evidence
@@ -173,9 +176,8 @@ fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>)
                 }
                 Err(e) => note_extras(LineKind::Warn, format!("topology unavailable: {e:#}")),
             };
-            let cpu = Duration::from_nanos(
-                crate::collector::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0),
-            );
+            let cpu =
+                Duration::from_nanos(crate::sys::clock::thread_cputime_ns().saturating_sub(cpu0));
             let every = topology_refresh(cpu);
             if every > TOPOLOGY_REFRESH
                 && let Some(p) = extras.pinning.as_mut()
@@ -231,14 +233,18 @@ fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
     }
 }
 
+/// The UI's end of the data thread's channel, its command channel, and a
+/// sender for log records (shown in the status line).
+type Channels = (Receiver<Msg>, Sender<Cmd>, Sender<Msg>);
+
 /// First interval is short so the screen fills quickly; later ones use `-d`.
 const FIRST_INTERVAL: f64 = 0.5;
 
 /// Starts live collection. Returns only once the collector is up, so its
 /// errors are printed before the terminal is touched.
-pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
-    let opts = CollectorOptions::from_cli(cli);
-    let sysroot = Sysroot::new(&cli.sysroot);
+fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
+    let sysroot = options::sysroot(cli);
+    let cli_owned = cli.clone();
     let mut delay = cli.delay;
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
@@ -248,17 +254,10 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
     let data_tx = tx.clone();
     std::thread::spawn(move || {
         // The collector is created on this thread (BPF objects need not be Send).
-        let mut col = match Collector::new(opts) {
-            Ok(c) => c,
+        let mut live = match LiveFrames::open(&cli_owned) {
+            Ok(l) => l,
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
-                return;
-            }
-        };
-        let mut prev = match col.sample() {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = ready_tx.send(Err(e.context("taking the first sample")));
                 return;
             }
         };
@@ -283,13 +282,9 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
                 Due::ThreadRows(on) => {
                     // Thread rows need a baseline: start a new interval
                     // with them.
-                    col.set_threads(on);
-                    match col.sample() {
-                        Ok(s) => prev = s,
-                        Err(e) => {
-                            let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
-                            return;
-                        }
+                    if let Err(e) = live.set_threads(on) {
+                        let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                        return;
                     }
                     ticker.set_period(short(delay), Instant::now());
                     first = true;
@@ -301,15 +296,13 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
                 }
                 Due::Tick => {}
             }
-            let cur = match col.sample() {
-                Ok(s) => s,
+            let frame = match live.next_frame() {
+                Ok(f) => f,
                 Err(e) => {
                     let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
                     return;
                 }
             };
-            let frame = crate::model::compute(col.host(), &prev, &cur);
-            prev = cur;
             if let Ok(mut g) = ev.lock() {
                 g.stolen_pct = frame
                     .finest_rows()
@@ -327,8 +320,9 @@ pub(crate) fn start_live(cli: &Cli) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd
         Ok(Err(e)) => return Err(e),
         Err(_) => anyhow::bail!("the collector thread died while starting"),
     }
+    let warn = tx.clone();
     topology_thread(cli, Some(evidence), tx);
-    Ok((rx, ctx))
+    Ok((rx, ctx, warn))
 }
 
 /// Frames of a recording: frame `i` ends at sample `i + 1`, computed by
@@ -353,7 +347,7 @@ fn local_hostname() -> Option<String> {
 }
 
 /// Opens a recording for the replay cursor.
-pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<Msg>, Sender<Cmd>)> {
+fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<Channels> {
     let rec = crate::record::Recording::open(file)?;
     if rec.len() < 2 {
         anyhow::bail!(
@@ -388,15 +382,65 @@ pub(crate) fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<(Receiver<M
     let path = file.to_path_buf();
     let extras_tx = tx.clone();
     std::thread::spawn(move || {
-        let extras = match crate::pinning::load_recorded(&path) {
+        let extras = match crate::app::pinning_check::load_recorded(&path) {
             Ok((topo, ev)) => topology_extras(&topo, &ev),
             Err(e) => note_extras(LineKind::Note, format!("Replay: {e:#}")),
         };
         let _ = extras_tx.send(Msg::Extras(extras));
     });
     let delay = cli.delay;
+    let warn = tx.clone();
     std::thread::spawn(move || replay_loop(RecordingFrames(rec), delay, crx, tx));
-    Ok((rx, ctx))
+    Ok((rx, ctx, warn))
+}
+
+fn check_tty() -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the interactive view needs a terminal on stdin and stdout; use -b for batch text or --json"
+        );
+    }
+    Ok(())
+}
+
+fn ui_options(cli: &Cli) -> Options {
+    let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+    Options {
+        delay: cli.delay,
+        threads: cli.threads,
+        theme: Theme::from_env(),
+        width,
+        height,
+    }
+}
+
+/// Runs the TUI over `rx`; log records go to its status line meanwhile.
+fn run_ui(cli: &Cli, rx: Receiver<Msg>, tx: Sender<Cmd>, warn: Sender<Msg>) -> anyhow::Result<u8> {
+    let warn = Mutex::new(warn);
+    crate::app::logger::redirect(Box::new(move |m: &str| {
+        if let Ok(w) = warn.lock() {
+            let _ = w.send(Msg::Warn(m.to_string()));
+        }
+    }));
+    let res = crate::ui::run(App::new(ui_options(cli)), rx, tx);
+    crate::app::logger::redirect_end();
+    res
+}
+
+/// `nettop`: the live TUI.
+pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
+    check_tty()?;
+    // Collector errors (no permission, bad --sysroot, BPF refused) surface
+    // here, before raw mode, as plain text.
+    let (rx, tx, warn) = start_live(cli)?;
+    run_ui(cli, rx, tx, warn)
+}
+
+/// `nettop --replay FILE`: a recording in the TUI.
+pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
+    check_tty()?;
+    let (rx, tx, warn) = start_replay(cli, file)?;
+    run_ui(cli, rx, tx, warn)
 }
 
 #[cfg(test)]
@@ -419,6 +463,7 @@ mod tests {
         );
     }
     use crate::ui::fixtures;
+    use crate::ui::{Cmd, Msg};
 
     struct Fixed(Vec<Frame>);
     impl FrameSource for Fixed {

@@ -27,7 +27,7 @@ use std::os::unix::fs::MetadataExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sysroot::Sysroot;
+use crate::sys::sysroot::Sysroot;
 
 /// Where nettop learned of a namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -213,9 +213,9 @@ pub fn enumerate_live() -> Vec<Found> {
 /// The workload a process belongs to, from its cgroup path.
 fn workload_of(pid: u32) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let cg = crate::cgroup::ProcCgroup::parse(&text);
+    let cg = crate::sys::cgroup::ProcCgroup::parse(&text);
     let path = cg.v2.as_deref().or_else(|| cg.v1_path())?;
-    crate::cgroup::Identity::parse(path).label()
+    crate::sys::cgroup::Identity::parse(path).label()
 }
 
 /// `NSFS_MAGIC` from include/uapi/linux/magic.h.

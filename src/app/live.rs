@@ -1,0 +1,144 @@
+//! The live side of every mode: the collector opened and calibrated, the
+//! one loop that turns its samples into frames (sample → compute → device
+//! configuration), and the sample source the recording/serving loop takes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::app::cli::Cli;
+use crate::app::options;
+use crate::collector::Collector;
+use crate::model::frame::Frame;
+use crate::record::SampleSource;
+use crate::sample::{HostInfo, RawSample};
+use crate::topology::{HostTopology, LoadOptions};
+
+/// The collector with the command line's options, calibrated (cache or
+/// measured now) so that HIDDEN~ can be charged from the first frame.
+pub fn open_collector(cli: &Cli) -> anyhow::Result<Collector> {
+    let mut col = Collector::new(options::collector(cli))?;
+    crate::calibrate::attach(&mut col, &options::sysroot(cli), &options::cache_dir(cli));
+    Ok(col)
+}
+
+/// How often live frames re-read device configuration (the TUI re-reads
+/// its topology as often).
+const CONFIG_REFRESH: Duration = Duration::from_secs(15);
+
+/// Device configuration for live frames: `topology::load_devices` (no
+/// hwloc, no thread walk) at start and every [`CONFIG_REFRESH`]. A failed
+/// load leaves frames without `config` (the device counters are still
+/// right).
+pub struct DeviceConfigSource {
+    opts: LoadOptions,
+    topo: Option<Arc<HostTopology>>,
+    at: Option<Instant>,
+}
+
+impl DeviceConfigSource {
+    pub fn new(opts: LoadOptions) -> Self {
+        Self {
+            opts,
+            topo: None,
+            at: None,
+        }
+    }
+
+    /// The configuration as of at most [`CONFIG_REFRESH`] ago.
+    pub fn current(&mut self) -> Option<Arc<HostTopology>> {
+        if self.at.is_none_or(|t| t.elapsed() >= CONFIG_REFRESH) {
+            self.at = Some(Instant::now());
+            self.topo = crate::topology::load_devices(&self.opts).ok().map(Arc::new);
+        }
+        self.topo.clone()
+    }
+
+    pub fn attach(&mut self, frame: &mut Frame) {
+        if let Some(t) = self.current() {
+            crate::model::devconf::attach(frame, &t);
+        }
+    }
+}
+
+/// Live frames: each call samples, computes the interval since the last
+/// sample and attaches the device configuration. Batch and the TUI both
+/// run on it.
+pub struct LiveFrames {
+    col: Collector,
+    prev: RawSample,
+    config: DeviceConfigSource,
+}
+
+impl LiveFrames {
+    /// Opens the collector and takes the baseline sample.
+    pub fn open(cli: &Cli) -> anyhow::Result<Self> {
+        let mut col = open_collector(cli)?;
+        let prev = col
+            .sample()
+            .map_err(|e| e.context("taking the first sample"))?;
+        Ok(Self {
+            col,
+            prev,
+            config: DeviceConfigSource::new(options::topology(cli)),
+        })
+    }
+
+    pub fn host(&self) -> &HostInfo {
+        self.col.host()
+    }
+
+    /// The frame from the last sample to now.
+    pub fn next_frame(&mut self) -> anyhow::Result<Frame> {
+        let cur = self.col.sample()?;
+        let mut frame = crate::model::compute(self.col.host(), &self.prev, &cur);
+        self.config.attach(&mut frame);
+        self.prev = cur;
+        Ok(frame)
+    }
+
+    /// Thread rows on or off: a new baseline, so the next frame's interval
+    /// starts now with them.
+    pub fn set_threads(&mut self, on: bool) -> anyhow::Result<()> {
+        self.col.set_threads(on);
+        self.prev = self.col.sample()?;
+        Ok(())
+    }
+}
+
+/// The collector as the recording/serving loop's source, with the topology
+/// stored at the start of every recorded part.
+pub struct Live {
+    col: Collector,
+    topology: LoadOptions,
+}
+
+impl Live {
+    pub fn open(cli: &Cli) -> anyhow::Result<Self> {
+        Ok(Self {
+            col: open_collector(cli)?,
+            topology: options::topology(cli),
+        })
+    }
+}
+
+impl SampleSource for Live {
+    fn host(&self) -> &HostInfo {
+        self.col.host()
+    }
+    fn sample(&mut self) -> anyhow::Result<RawSample> {
+        self.col.sample()
+    }
+    fn topology(&mut self) -> Option<Vec<u8>> {
+        let loaded = crate::topology::load(&self.topology)
+            .and_then(|t| serde_json::to_vec(&t).map_err(anyhow::Error::from));
+        match loaded {
+            Ok(json) => Some(json),
+            Err(e) => {
+                log::warn!(
+                    "recording without topology (--pinning-check --replay will not work on it): {e:#}"
+                );
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The one place where the command line becomes each layer's own plain
+//! options. Below `app`, no module knows clap or [`Cli`].
+
+use std::time::Duration;
+
+use crate::app::cli::Cli;
+use crate::collector::CollectorOptions;
+use crate::export::openmetrics;
+use crate::sys::sysroot::Sysroot;
+use crate::topology::LoadOptions;
+
+pub fn sysroot(cli: &Cli) -> Sysroot {
+    Sysroot::new(&cli.sysroot)
+}
+
+/// What every live mode collects.
+pub fn collector(cli: &Cli) -> CollectorOptions {
+    CollectorOptions {
+        sysroot: sysroot(cli),
+        no_bpf: cli.no_bpf,
+        pids: cli.pids.clone(),
+        bpf_stats: cli.bpf_stats,
+        threads: cli.threads,
+        no_task_sampler: std::env::var_os("NETTOP_NO_TASK_SAMPLER").is_some(),
+    }
+}
+
+/// Where the topology (CPU structure, devices, threads) is read from.
+pub fn topology(cli: &Cli) -> LoadOptions {
+    LoadOptions::new(
+        sysroot(cli),
+        cli.hwloc_xml.clone(),
+        cli.hwloc_synthetic.clone(),
+    )
+}
+
+/// The calibration cache directory (`--cache-dir`, `$NETTOP_CACHE_DIR` or
+/// the default).
+pub fn cache_dir(cli: &Cli) -> std::path::PathBuf {
+    crate::calibrate::cache::dir(cli.cache_dir.as_deref())
+}
+
+/// Metric families for `--serve` and `--export openmetrics`.
+pub fn metrics(cli: &Cli) -> openmetrics::Options {
+    openmetrics::Options::new(cli.rows, cli.threads, cli.top_cgroups)
+}
+
+/// The sampling interval (`-d`).
+pub fn interval(cli: &Cli) -> Duration {
+    Duration::from_secs_f64(cli.delay)
+}

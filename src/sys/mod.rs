@@ -1,0 +1,25 @@
+//! The bottom layer: system readers and small utilities every layer above
+//! may use, and that use nothing above them (docs/ARCHITECTURE.md).
+//!
+//! Here are the file-system root ([`sysroot`]) every /proc and /sys read
+//! goes through, safe opening of files named by users ([`safefile`]),
+//! netlink ([`rtnl`]), network-namespace entry ([`netns`]), cgroup paths
+//! and mounts ([`cgroup`]), CPU lists ([`cpuset`]), user names
+//! ([`users`]), signals, the sampling clock ([`ticker`]), the one duration
+//! and size syntax ([`units`]) and the sanitiser every untrusted string
+//! passes ([`sanitize`]).
+
+pub mod bytes;
+pub mod cgroup;
+pub mod clock;
+pub mod cpuset;
+pub mod netns;
+pub mod rtnl;
+pub mod safefile;
+pub mod sanitize;
+pub mod signals;
+pub mod sysroot;
+pub mod ticker;
+pub mod units;
+pub mod users;
+pub mod version;
