@@ -1,4 +1,5 @@
-//! Compiles every `bpf/*.bpf.c` into a libbpf-rs skeleton under OUT_DIR.
+//! Compiles every `bpf/*.bpf.c` (and with the `testing` feature every
+//! `bpf/testing/*.bpf.c`) into a libbpf-rs skeleton under OUT_DIR.
 //!
 //! `bpf/vmlinux.h` is committed (generated once with bpftool on x86_64), so
 //! a build needs clang and libbpf headers (shipped by libbpf-sys) but never
@@ -54,8 +55,17 @@ fn main() {
         "aarch64" => "arm64",
         other => other,
     };
-    let mut srcs: Vec<PathBuf> = std::fs::read_dir("bpf")
-        .expect("bpf/ directory")
+    // bpf/testing/ holds the objects only tests, benchmarks and examples
+    // load (an XDP pass program, the tracing-floor programs): built with
+    // the `testing` feature, which only they enable, so a release build
+    // never compiles them.
+    let mut dirs = vec!["bpf"];
+    if env::var_os("CARGO_FEATURE_TESTING").is_some() {
+        dirs.push("bpf/testing");
+    }
+    let mut srcs: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap_or_else(|e| panic!("{d}/: {e}")))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".bpf.c"))
         .collect();
@@ -82,4 +92,5 @@ fn main() {
         println!("cargo:rerun-if-changed={}", src.display());
     }
     println!("cargo:rerun-if-changed=bpf");
+    println!("cargo:rerun-if-changed=bpf/testing");
 }

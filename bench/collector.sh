@@ -141,7 +141,7 @@ bpf_window() {
 
 # (d) The floor under (a): programs that do nothing, and programs that only
 # read the clock, on the tracepoints an RPS interruption fires
-# (bpf/floor.bpf.c), under the same load, alternated with nettop so drift
+# (bpf/testing/floor.bpf.c), under the same load, alternated with nettop so drift
 # hits both.
 bench_floor() {
     echo "### The floor: empty and clock-only programs on the same tracepoints (netns iperf3 load, RPS -> CPU 1, victim on CPU 1)"

@@ -1,4 +1,4 @@
-//! Loads `bpf/floor.bpf.c` (empty and clock-only programs on the
+//! Loads `bpf/testing/floor.bpf.c` (empty and clock-only programs on the
 //! tracepoints of an RPS interruption) for the floor benchmark
 //! (`bench/collector.sh floor`). Prints `attached` and holds the programs
 //! until its standard input closes.

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::calibration;
 use nettop::export::openmetrics::{self, Flavor, Options};
 use nettop::record::synth;
-use nettop::sample::calibration::{Basis, Calibration, ClassCost};
 
 /// Kills and reaps a child on drop, so a failing test leaves nothing behind.
 struct Kill(Child);
@@ -66,33 +66,12 @@ fn promtool_check(text: &str) -> Result<(), String> {
     }
 }
 
-fn have(bin: &str) -> bool {
-    Command::new(bin)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 fn synth_families() -> Vec<openmetrics::Family> {
     let mut host = synth::host(2);
     // Every interruption class at 3 µs untraced, IPIs measured.
-    let cost = |basis| ClassCost {
-        basis,
-        samples: 100,
-        traced_ns: 500.0,
-        hidden_ns: 3_000.0,
-        spread_ns: 50.0,
-    };
-    host.calibration = Some(Calibration {
-        device: cost(Basis::SameAsIpi),
-        timer: cost(Basis::SameAsIpi),
-        ipi: cost(Basis::Measured),
-        other: cost(Basis::SameAsIpi),
-        runtime_share: 1.0,
-        ..Default::default()
-    });
+    host.calibration = Some(calibration::from_ipi(calibration::measured(
+        100, 500.0, 3_000.0, 50.0,
+    )));
     let prev = synth::sample(1, 12, 2);
     let mut cur = synth::sample(2, 12, 2);
     // A label value that needs escaping.
@@ -172,7 +151,7 @@ fn renderer_follows_conventions_and_bounds_cardinality() {
 
 #[test]
 fn promtool_accepts_rendered_metrics() {
-    if !have("promtool") {
+    if !common::tool_runs("promtool", "--version") {
         common::skip(
             "promtool_accepts_rendered_metrics",
             "promtool not installed",
@@ -255,7 +234,7 @@ fn cgroup_metrics_are_bounded_with_the_rest_summed_into_other() {
 
 #[test]
 fn promtool_accepts_cgroup_metrics() {
-    if !have("promtool") {
+    if !common::tool_runs("promtool", "--version") {
         common::skip("promtool_accepts_cgroup_metrics", "promtool not installed");
         return;
     }
@@ -265,7 +244,7 @@ fn promtool_accepts_cgroup_metrics() {
 
 #[test]
 fn exported_recording_backfills_into_prometheus_tsdb() {
-    if !have("promtool") {
+    if !common::tool_runs("promtool", "--version") {
         common::skip("exported_recording_backfills", "promtool not installed");
         return;
     }
@@ -334,7 +313,7 @@ fn start_serve() -> (Kill, String) {
 
 #[test]
 fn serve_output_passes_promtool_in_both_formats() {
-    if !have("promtool") {
+    if !common::tool_runs("promtool", "--version") {
         common::skip("serve_output_passes_promtool", "promtool not installed");
         return;
     }
@@ -359,7 +338,7 @@ fn serve_output_passes_promtool_in_both_formats() {
 
 #[test]
 fn real_prometheus_scrapes_serve() {
-    if !have("prometheus") {
+    if !common::tool_runs("prometheus", "--version") {
         common::skip("real_prometheus_scrapes_serve", "prometheus not installed");
         return;
     }

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::calibration;
 use common::run::nettop;
 use nettop::export::openmetrics::{self, Options};
 use nettop::record::synth;
-use nettop::sample::calibration::{Basis, Calibration, ClassCost};
 
 fn fleet(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,15 +23,6 @@ fn fleet(rel: &str) -> PathBuf {
 }
 
 const RULES: &str = "prometheus/nettop.rules.yml";
-
-fn have(bin: &str) -> bool {
-    Command::new(bin)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 fn promtool(args: &[&str]) -> Result<String, String> {
     let out = Command::new("promtool")
@@ -65,21 +56,9 @@ fn recording_rules() -> BTreeSet<String> {
 /// or not this snapshot fills them).
 fn exported_metrics() -> BTreeSet<String> {
     let mut host = synth::host(2);
-    let cost = ClassCost {
-        basis: Basis::Measured,
-        samples: 10,
-        traced_ns: 100.0,
-        hidden_ns: 1000.0,
-        spread_ns: 10.0,
-    };
-    host.calibration = Some(Calibration {
-        device: cost.clone(),
-        timer: cost.clone(),
-        ipi: cost.clone(),
-        other: cost,
-        runtime_share: 1.0,
-        ..Default::default()
-    });
+    host.calibration = Some(calibration::from_ipi(calibration::measured(
+        10, 100.0, 1000.0, 10.0,
+    )));
     let prev = synth::sample(1, 8, 2);
     let cur = synth::sample(2, 8, 2);
     openmetrics::families(&host, Some(&prev), &cur, &Options::default())
@@ -112,7 +91,7 @@ fn referenced(expr: &str) -> Vec<String> {
 
 #[test]
 fn rules_pass_promtool_and_their_unit_tests() {
-    if !have("promtool") {
+    if !common::tool_runs("promtool", "--version") {
         common::skip("rules_pass_promtool", "promtool not installed");
         return;
     }
@@ -204,7 +183,7 @@ fn every_query_names_an_exported_metric_or_a_rule() {
 #[test]
 fn prometheus_loads_the_rules_and_records_from_serve() {
     const T: &str = "prometheus_loads_the_rules_and_records_from_serve";
-    if !have("prometheus") {
+    if !common::tool_runs("prometheus", "--version") {
         common::skip(T, "prometheus not installed");
         return;
     }

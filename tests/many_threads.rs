@@ -8,6 +8,8 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::parked::ParkedThreads;
+
 const THREADS: usize = 40_000;
 
 /// Sets a sysctl for the test's lifetime (the default pid_max of 32768 and
@@ -91,22 +93,13 @@ fn forty_thousand_threads() {
         );
         return;
     };
-    let mut parked = Vec::with_capacity(THREADS);
-    for i in 0..THREADS {
-        match std::thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(std::thread::park)
-        {
-            Ok(h) => parked.push(h),
-            Err(e) => {
-                common::skip(
-                    "forty_thousand_threads",
-                    &format!("created only {i} threads: {e}"),
-                );
-                return;
-            }
+    let parked = match ParkedThreads::spawn(THREADS) {
+        Ok(p) => p,
+        Err(e) => {
+            common::skip("forty_thousand_threads", &e);
+            return;
         }
-    }
+    };
     let me = std::process::id();
     let (out, rss_kib) = run_with_peak_rss(&["-b", "--json", "-n", "3", "-d", "0.5"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -144,8 +137,5 @@ fn forty_thousand_threads() {
         "nettop -H failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for h in &parked {
-        h.thread().unpark();
-    }
-    std::thread::sleep(Duration::from_millis(10));
+    drop(parked);
 }

@@ -29,13 +29,6 @@ fn run(cmd: &mut Command, what: &str) -> String {
     common::run::stdout(&out)
 }
 
-fn have(bin: &str, arg: &str) -> bool {
-    Command::new(bin)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn deb_builds_installs_and_its_units_verify() {
     for (bin, arg) in [
@@ -44,7 +37,7 @@ fn deb_builds_installs_and_its_units_verify() {
         ("systemd-analyze", "--version"),
         ("man", "--version"),
     ] {
-        if !have(bin, arg) {
+        if !common::tool_runs(bin, arg) {
             common::skip(T, &format!("{bin} is not installed (scripts/deps.sh)"));
             return;
         }

@@ -2,9 +2,11 @@
 //! numbers for BENCHMARKS.md; asserts nothing about time (the machine decides).
 //! Run: `cargo test --release --test procfs_bench -- --ignored --nocapture`
 
-use std::sync::{Arc, Barrier};
+mod common;
+
 use std::time::Instant;
 
+use common::parked::ParkedThreads;
 use nettop::collector::procfs;
 use nettop::model::compute;
 use nettop::sys::sysroot::Sysroot;
@@ -13,18 +15,9 @@ use nettop::sys::sysroot::Sysroot;
 #[ignore = "benchmark: run explicitly with --ignored --nocapture"]
 fn read_tasks_with_2000_extra_threads() {
     const N: usize = 2000;
-    let gate = Arc::new(Barrier::new(N + 1));
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            let g = Arc::clone(&gate);
-            std::thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn(move || g.wait())
-                .unwrap()
-        })
-        .collect();
+    let idle = ParkedThreads::spawn(N).unwrap();
     let root = Sysroot::default();
-    let host = nettop::collector::host::detect(&root);
+    let host = nettop::collector::facts::detect(&root);
     let mut prev = None;
     let mut times = Vec::new();
     let mut n_tasks = 0;
@@ -47,10 +40,7 @@ fn read_tasks_with_2000_extra_threads() {
         times.push((read, t1.elapsed()));
         prev = Some(cur);
     }
-    gate.wait();
-    for h in handles {
-        h.join().unwrap();
-    }
+    drop(idle);
     times.sort();
     let (read, _) = times[times.len() / 2];
     let mut c: Vec<_> = times.iter().skip(1).map(|t| t.1).collect();
@@ -82,16 +72,7 @@ fn parsers_hand_vs_procfs_crate() {
 
     const N: usize = 2000;
     const ROUNDS: usize = 15;
-    let gate = Arc::new(Barrier::new(N + 1));
-    let handles: Vec<_> = (0..N)
-        .map(|_| {
-            let g = Arc::clone(&gate);
-            std::thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn(move || g.wait())
-                .unwrap()
-        })
-        .collect();
+    let idle = ParkedThreads::spawn(N).unwrap();
     // Every task directory on the host.
     let mut dirs: Vec<PathBuf> = Vec::new();
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -123,10 +104,7 @@ fn parsers_hand_vs_procfs_crate() {
     let (stat, stat_read) = read_all("stat");
     let (status, status_read) = read_all("status");
     let (sched, sched_read) = read_all("schedstat");
-    gate.wait();
-    for h in handles {
-        h.join().unwrap();
-    }
+    drop(idle);
 
     // Median ns per file over ROUNDS passes over all buffers.
     fn per_file(bufs: &[Vec<u8>], mut f: impl FnMut(&[u8]) -> bool) -> f64 {

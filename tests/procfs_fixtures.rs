@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use nettop::collector::host;
+use nettop::collector::facts;
 use nettop::collector::procfs;
 use nettop::sample::{Regime, Softnet};
 use nettop::sys::sysroot::Sysroot;
@@ -160,7 +160,7 @@ fn devices_skip_non_devices() {
 
 #[test]
 fn host_modern_config_gz_and_node_lists() {
-    let h = host::detect(&root("modern"));
+    let h = facts::detect(&root("modern"));
     assert_eq!(h.hostname, "modern-host");
     assert_eq!(h.kernel, "6.18.0-test");
     assert_eq!(h.boot_id, "11111111-2222-3333-4444-555555555555");
@@ -173,7 +173,7 @@ fn host_modern_config_gz_and_node_lists() {
 
 #[test]
 fn host_old_boot_config_and_cpu_node_links() {
-    let h = host::detect(&root("old"));
+    let h = facts::detect(&root("old"));
     assert_eq!(h.regime, Regime::TickBased);
     assert_eq!(h.regime_source, "/boot/config-5.4.0-old");
     assert_eq!(h.cpu_node, vec![0, 0, 0, 0]);
@@ -181,7 +181,7 @@ fn host_old_boot_config_and_cpu_node_links() {
 
 #[test]
 fn host_unreadable_config_is_unknown_and_partial_numa_is_empty() {
-    let h = host::detect(&root("noconfig"));
+    let h = facts::detect(&root("noconfig"));
     assert_eq!(h.regime, Regime::Unknown);
     assert_eq!(h.regime_source, "");
     assert_eq!(h.hostname, "");

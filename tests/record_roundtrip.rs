@@ -375,27 +375,16 @@ fn duration_and_size_parsing() {
 /// replay elsewhere charges the same hidden cost and says where it came from.
 #[test]
 fn recordings_carry_the_calibration() {
+    use common::calibration::{from_ipi, measured};
     use nettop::model::frame::Frame;
-    use nettop::sample::calibration::{Basis, Calibration, ClassCost};
+    use nettop::sample::calibration::Calibration;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("cal.rec");
     let mut host = synth::host(4);
-    let cost = ClassCost {
-        basis: Basis::Measured,
-        samples: 500,
-        traced_ns: 300.0,
-        hidden_ns: 2_600.0,
-        spread_ns: 20.0,
-    };
     host.calibration = Some(Calibration {
         cpu: 3,
         origin: "measured at start, cached in /var/cache/nettop/calibration.json".into(),
-        device: cost.clone(),
-        timer: cost.clone(),
-        ipi: cost.clone(),
-        other: cost,
-        runtime_share: 1.0,
-        ..Default::default()
+        ..from_ipi(measured(500, 300.0, 2_600.0, 20.0))
     });
     let mut w = Writer::create(&p, false, false).unwrap();
     w.write_meta(&Meta {

@@ -8,7 +8,7 @@ use nettop::topology::{
     Support, ThreadInfo, XdpMode,
 };
 use nettop::ui::app::{App, Extras, Options, Theme};
-use nettop::ui::views::{View, devices, pinning, topology};
+use nettop::ui::rows::{View, devices, pinning, topology};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

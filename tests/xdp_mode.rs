@@ -1,5 +1,5 @@
 //! Live XDP mode check: a veth pair inside a fresh network namespace,
-//! `bpf/xdp_pass.bpf.c` attached in generic mode, then native mode, then
+//! `bpf/testing/xdp_pass.bpf.c` attached in generic mode, then native mode, then
 //! detached. nettop's rtnetlink reader, run inside that namespace, must
 //! report each mode with the id of the program the kernel loaded, and the
 //! real binary's `--pinning-check --format json` must show it too.

@@ -55,7 +55,7 @@ impl DeviceConfigSource {
 
     pub fn attach(&mut self, frame: &mut Frame) {
         if let Some(t) = self.current() {
-            crate::model::devconf::attach(frame, &t);
+            frame.attach_config(&t);
         }
     }
 }
@@ -96,6 +96,12 @@ impl LiveFrames {
         Ok(frame)
     }
 
+    /// Every thread now, from the task sampler (see
+    /// [`Collector::threads_now`]).
+    pub fn threads_now(&mut self) -> Option<Vec<crate::sample::RawTask>> {
+        self.col.threads_now()
+    }
+
     /// Thread rows on or off: a new baseline, so the next frame's interval
     /// starts now with them.
     pub fn set_threads(&mut self, on: bool) -> anyhow::Result<()> {
@@ -129,7 +135,11 @@ impl SampleSource for Live {
         self.col.sample()
     }
     fn topology(&mut self) -> Option<Vec<u8>> {
-        let loaded = crate::topology::load(&self.topology)
+        let opts = LoadOptions {
+            known_threads: self.col.threads_now(),
+            ..self.topology.clone()
+        };
+        let loaded = crate::topology::load(&opts)
             .and_then(|t| serde_json::to_vec(&t).map_err(anyhow::Error::from));
         match loaded {
             Ok(json) => Some(json),

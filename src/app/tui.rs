@@ -17,7 +17,7 @@ use crate::model::frame::Frame;
 use crate::sys::sysroot::Sysroot;
 use crate::sys::ticker::Ticker;
 use crate::ui::app::{App, Extras, Options, Theme};
-use crate::ui::views::{LineKind, devices, pinning, topology};
+use crate::ui::rows::{LineKind, devices, pinning, topology};
 use crate::ui::{Cmd, Msg};
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read, at
@@ -131,9 +131,47 @@ pub(crate) fn replay_loop<S: FrameSource>(
     }
 }
 
-/// Latest per-thread stolen time, shared from the collector thread to the
-/// topology thread so the live pinning lint judges with measurements.
-type SharedEvidence = Arc<Mutex<crate::pinning::Evidence>>;
+/// What the collector thread shares with the topology thread: the latest
+/// per-thread stolen time, so the live pinning lint judges with
+/// measurements, and on request the task sampler's thread list, so a
+/// re-check does not walk /proc for every thread's affinity.
+#[derive(Default)]
+struct Shared {
+    evidence: crate::pinning::Evidence,
+    /// Set by the topology thread; the collector thread answers on its
+    /// next frame by filling `threads`.
+    want_threads: bool,
+    threads: Option<Vec<crate::sample::RawTask>>,
+}
+
+type SharedState = Arc<Mutex<Shared>>;
+
+/// How long a re-check waits for the collector thread's thread list
+/// before it walks /proc itself.
+const THREADS_WAIT: Duration = Duration::from_millis(2500);
+
+/// The sampler's thread list from the collector thread, or `None` (no
+/// sampler, or it did not answer within [`THREADS_WAIT`]).
+fn threads_from(shared: &SharedState) -> Option<Vec<crate::sample::RawTask>> {
+    if let Ok(mut g) = shared.lock() {
+        g.want_threads = true;
+        g.threads = None;
+    }
+    let until = Instant::now() + THREADS_WAIT;
+    while Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        let Ok(mut g) = shared.lock() else {
+            return None;
+        };
+        if !g.want_threads {
+            return g.threads.take();
+        }
+    }
+    if let Ok(mut g) = shared.lock() {
+        g.want_threads = false;
+    }
+    None
+}
 
 /// The Devices, Topology and Pinning views' data from one topology, linted
 /// with `evidence` (live or recorded stolen time).
@@ -160,17 +198,18 @@ fn note_extras(kind: LineKind, text: String) -> Extras {
 
 /// Loads the topology now and every [`TOPOLOGY_REFRESH`], sending the
 /// Topology and Pinning views' lines. Failures become a note in the views.
-fn topology_thread(cli: &Cli, evidence: Option<SharedEvidence>, tx: Sender<Msg>) {
-    let opts = options::topology(cli);
+fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender<Msg>) {
+    let mut opts = options::topology(cli);
     std::thread::spawn(move || {
         let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
         loop {
+            opts.known_threads = shared.as_ref().and_then(threads_from);
             let cpu0 = crate::sys::clock::thread_cputime_ns();
             let mut extras = match crate::topology::load(&opts) {
                 Ok(t) => {
-                    let ev = evidence
+                    let ev = shared
                         .as_ref()
-                        .and_then(|e| e.lock().ok().map(|g| g.clone()))
+                        .and_then(|e| e.lock().ok().map(|g| g.evidence.clone()))
                         .unwrap_or_default();
                     topology_extras(&t, &ev)
                 }
@@ -249,8 +288,8 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
-    let evidence: SharedEvidence = Arc::default();
-    let ev = Arc::clone(&evidence);
+    let shared: SharedState = Arc::default();
+    let ev = Arc::clone(&shared);
     let data_tx = tx.clone();
     std::thread::spawn(move || {
         // The collector is created on this thread (BPF objects need not be Send).
@@ -304,11 +343,15 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
                 }
             };
             if let Ok(mut g) = ev.lock() {
-                g.stolen_pct = frame
+                g.evidence.stolen_pct = frame
                     .finest_rows()
                     .iter()
                     .map(|t| (t.tid, t.stolen_pct))
                     .collect();
+                if g.want_threads {
+                    g.threads = live.threads_now();
+                    g.want_threads = false;
+                }
             }
             if data_tx.send(Msg::Frame(Box::new(frame))).is_err() {
                 return;
@@ -321,7 +364,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
         Err(_) => anyhow::bail!("the collector thread died while starting"),
     }
     let warn = tx.clone();
-    topology_thread(cli, Some(evidence), tx);
+    topology_thread(cli, Some(shared), tx);
     Ok((rx, ctx, warn))
 }
 

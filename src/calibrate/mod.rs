@@ -376,7 +376,7 @@ pub fn cached_or_measure(
 /// Measures again with a BPF collector of its own (`--calibrate`) and
 /// replaces the cache; a cache that cannot be written is said in `origin`.
 pub fn recalibrate(root: &Sysroot, dir: &Path) -> Result<Calibration> {
-    let host = crate::collector::host::detect(root);
+    let host = crate::collector::facts::detect(root);
     let tasks = crate::collector::procfs::read_tasks(root, &[]).context("listing threads")?;
     let ksoftirqd = crate::collector::procfs::find_ksoftirqd(&tasks)
         .into_iter()

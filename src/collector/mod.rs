@@ -3,7 +3,7 @@
 
 pub mod bpf;
 pub mod cgroups;
-pub mod host;
+pub mod facts;
 pub mod netdev;
 pub mod procfs;
 pub mod taskiter;
@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 
 use crate::sample::calibration::Calibration;
-use crate::sample::{HostInfo, RawSample, Source};
+use crate::sample::{HostInfo, RawSample, RawTask, Source};
 use crate::sys::sanitize::Untrusted;
 use crate::sys::sysroot::Sysroot;
 
@@ -60,7 +60,7 @@ impl Collector {
     /// message when BPF cannot be used (no root, no BTF).
     pub fn new(opts: CollectorOptions) -> Result<Self> {
         check_pids_exist(&opts.sysroot, &opts.pids)?;
-        let mut host = host::detect(&opts.sysroot);
+        let mut host = facts::detect(&opts.sysroot);
         host.sanitize();
         let bpf = if opts.no_bpf {
             None
@@ -145,6 +145,18 @@ impl Collector {
         } else {
             Source::ProcOnly
         }
+    }
+
+    /// Every thread on the host now, from the task sampler (name, affinity,
+    /// last CPU, kernel thread): what a walk of /proc would give, without a
+    /// file read per thread. `None` where the sampler is not loaded.
+    pub fn threads_now(&mut self) -> Option<Vec<RawTask>> {
+        let bpf = self.bpf.as_mut()?;
+        let mut buf = Vec::new();
+        if !bpf.sample_tasks(&mut buf, true).ok()? {
+            return None;
+        }
+        Some(decode_threads(&buf, &self.host))
     }
 
     /// Takes one snapshot of every counter.
@@ -277,6 +289,43 @@ impl Collector {
         sample.sanitize();
         Ok(sample)
     }
+}
+
+/// Every thread on the host, from the task sampler loaded alone (no
+/// tracepoint attached, so the host pays no tracing cost): the thread list
+/// of one-shot modes. An error where BPF or the sampler is unavailable;
+/// callers walk /proc then.
+pub fn list_threads(root: &Sysroot) -> Result<Vec<RawTask>> {
+    if !root.is_live() {
+        bail!("a recorded tree has no live tasks to sample");
+    }
+    if nested_pid_namespace() {
+        bail!("nettop runs in a child PID namespace: the task sampler sees host PIDs");
+    }
+    let mut bpf = BpfCollector::open(&BpfOptions {
+        sampler_only: true,
+        max_tasks: Some(1),
+        ..Default::default()
+    })?;
+    let mut buf = Vec::new();
+    if !bpf.sample_tasks(&mut buf, true)? {
+        bail!("the task sampler did not load");
+    }
+    Ok(decode_threads(&buf, &facts::detect(root)))
+}
+
+/// Thread rows of one sampler pass.
+fn decode_threads(buf: &[u8], host: &HostInfo) -> Vec<RawTask> {
+    taskiter::decode(
+        buf,
+        &taskiter::DecodeOptions {
+            threads: true,
+            pids: &[],
+            clk_tck: host.clk_tck,
+            nr_cpus: host.nr_cpus,
+        },
+    )
+    .threads
 }
 
 /// Task-hash size: records exist only for tasks that were interrupted, but

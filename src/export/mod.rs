@@ -3,7 +3,6 @@
 //! Frames are computed from consecutive raw samples at export time, exactly as
 //! replay and live modes do, so every front end agrees.
 
-pub mod cgroup_metrics;
 pub mod http;
 pub mod openmetrics;
 pub mod serve;

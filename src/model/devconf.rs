@@ -8,7 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::frame::Frame;
 use crate::sys::cpuset::CpuSet;
 use crate::topology::{FlowRule, HostTopology, Nic, Support, XdpMode, XdpProg};
 
@@ -107,17 +106,5 @@ impl DeviceConfig {
                 .map(|s| s.rules.clone())
                 .unwrap_or_default(),
         }
-    }
-}
-
-/// Sets `config` of every device the topology knows (same namespace, same
-/// name); others keep `None`.
-pub fn attach(frame: &mut Frame, topo: &HostTopology) {
-    for d in &mut frame.devices {
-        d.config = topo
-            .nics
-            .iter()
-            .find(|n| n.name == d.name && n.netns == d.netns)
-            .map(|n| DeviceConfig::from_nic(n, topo));
     }
 }

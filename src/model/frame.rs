@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cgroups::CgroupView;
 use crate::sample::{NET_RX, NR_SOFTIRQS, Regime, Source};
+use crate::sys::cgroup::Identity;
 
 /// One task's (thread's or whole process's) figures over the interval.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -338,6 +338,68 @@ impl Frame {
             &self.processes
         } else {
             &self.threads
+        }
+    }
+}
+
+/// One cgroup over the interval: the sums of its processes' figures.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct CgroupView {
+    /// Key of the cgroup (`RawTask::cgroup_id`); 0 for tasks whose cgroup
+    /// is unknown.
+    pub id: u64,
+    /// Path in its hierarchy; empty when unknown.
+    pub path: String,
+    /// `path` is a cgroup v1 path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub v1: bool,
+    /// What a table shows: pod/container/unit when the path names one,
+    /// else the path.
+    pub name: String,
+    /// Pod, QoS class, container and unit parsed from the path.
+    #[serde(default)]
+    pub identity: Identity,
+    pub processes: u32,
+    pub threads: u32,
+    pub top_pct: f64,
+    pub on_cpu_pct: f64,
+    pub stolen_pct: f64,
+    /// Of `stolen_pct`: NET_RX softirq run in its tasks' context.
+    pub net_rx_stolen_pct: f64,
+    pub hidden_pct: f64,
+    pub inline_pct: f64,
+    pub true_pct: f64,
+    /// CPUs its cpuset allows; empty when unknown (then every online CPU
+    /// is taken as allowed).
+    pub cpus: String,
+    /// NET_RX on those CPUs, summed (percent of one CPU). Traced with BPF;
+    /// without it, all softirq time (`/proc/stat` si), an estimate.
+    pub rx_on_cpus_pct: f64,
+    /// The allowed CPUs that did at least [`RX_LANDS_PCT`] of receive work.
+    pub rx_cpus: String,
+    /// Number of cgroups summed into this row (1, more for "other").
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cgroups: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+impl Frame {
+    /// Sets `config` of every device the topology knows (same namespace,
+    /// same name); others keep `None`.
+    pub fn attach_config(&mut self, topo: &crate::topology::HostTopology) {
+        for d in &mut self.devices {
+            d.config = topo
+                .nics
+                .iter()
+                .find(|n| n.name == d.name && n.netns == d.netns)
+                .map(|n| super::devconf::DeviceConfig::from_nic(n, topo));
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::model::cgroups::CgroupView;
+use crate::model::frame::CgroupView;
 use crate::model::frame::Frame;
 use crate::sample::Source;
 

@@ -157,7 +157,7 @@ pub fn frames(
             Some(p) => {
                 let mut frame = crate::model::compute(&host, p, cur);
                 if let Some(t) = &topo {
-                    crate::model::devconf::attach(&mut frame, t);
+                    frame.attach_config(t);
                 }
                 f(i, frame)
             }

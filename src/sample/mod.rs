@@ -5,6 +5,9 @@
 //! [`crate::model::compute`] applies to old recordings too. Add fields only
 //! with `#[serde(default)]` so older recordings stay readable.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 pub mod calibration;
@@ -453,6 +456,55 @@ pub struct RawSample {
     /// when all is well, and in recordings made before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+impl RawSample {
+    /// One row per process: the kernel's per-process totals when the sample
+    /// has them (they include threads that exited, as /proc/PID/stat does;
+    /// every sample this nettop takes has them), else each process's threads
+    /// summed, with identity (comm, state, CPU, cgroup) from its leader, or
+    /// from its first thread when the leader is not listed: cumulative
+    /// counters per process, as exporters publish them. (The model sums
+    /// its threads' interval figures instead, `model::compute`: without BPF
+    /// each thread's interrupt estimate depends on the CPU it ran on.)
+    pub fn process_rows(&self) -> Cow<'_, [RawTask]> {
+        if !self.procs.is_empty() || self.tasks.is_empty() {
+            return Cow::Borrowed(&self.procs);
+        }
+        let mut out: Vec<RawTask> = Vec::new();
+        let mut at: HashMap<u32, usize> = HashMap::new();
+        for t in &self.tasks {
+            let Some(&i) = at.get(&t.tgid) else {
+                at.insert(t.tgid, out.len());
+                out.push(RawTask {
+                    tid: t.tgid,
+                    nr_threads: 1,
+                    ..t.clone()
+                });
+                continue;
+            };
+            let p = &mut out[i];
+            if t.tid == t.tgid {
+                // The leader names the process; the counters stay summed.
+                let sums = (p.utime_ticks, p.stime_ticks, p.on_cpu_ns, p.run_delay_ns);
+                let (irq, n) = (p.irq.take(), p.nr_threads);
+                *p = t.clone();
+                (p.utime_ticks, p.stime_ticks, p.on_cpu_ns, p.run_delay_ns) = sums;
+                p.irq = irq;
+                p.nr_threads = n;
+            }
+            p.nr_threads += 1;
+            p.utime_ticks = p.utime_ticks.saturating_add(t.utime_ticks);
+            p.stime_ticks = p.stime_ticks.saturating_add(t.stime_ticks);
+            p.on_cpu_ns = p.on_cpu_ns.saturating_add(t.on_cpu_ns);
+            p.run_delay_ns = p.run_delay_ns.saturating_add(t.run_delay_ns);
+            if let Some(a) = &t.irq {
+                p.irq.get_or_insert_with(IrqAcct::default).add(a);
+            }
+        }
+        out.sort_by_key(|p| p.tgid);
+        Cow::Owned(out)
+    }
 }
 
 #[cfg(test)]

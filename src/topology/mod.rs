@@ -36,6 +36,7 @@ pub use xdp::XdpProg;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::sample::RawTask;
 use crate::sys::cpuset::CpuSet;
 use crate::sys::netns;
 use crate::sys::sysroot::Sysroot;
@@ -65,6 +66,10 @@ pub struct LoadOptions {
     /// Measure CPU use of pinned threads over this interval (live only), so
     /// "busy" means busy rather than "pinned narrowly". `None` skips it.
     pub sample: Option<Duration>,
+    /// Every thread with its name and affinity, when the caller already
+    /// has them (the task sampler): the scan then reads per-process files
+    /// only, not two files per thread. `None`: walk /proc.
+    pub known_threads: Option<Vec<RawTask>>,
 }
 
 impl LoadOptions {
@@ -100,6 +105,7 @@ impl LoadOptions {
             sysroot,
             cpu_source,
             sample,
+            known_threads: None,
         }
     }
 }
@@ -243,7 +249,14 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
 
     topo.host = sysfs::load_host(root, &mut topo.notes)?;
     load_network(root, &cpus.nic_locality, &mut topo)?;
-    let scan = threads::load_threads(root, &topo.online, &topo.nics, opts.sample, &mut topo.notes)?;
+    let scan = threads::load_threads(
+        root,
+        &topo.online,
+        &topo.nics,
+        opts.sample,
+        opts.known_threads.as_deref(),
+        &mut topo.notes,
+    )?;
     topo.threads = scan.threads;
     if let Some(ib) = scan.irqbalance_pid {
         topo.host.irqbalance = Some(sysfs::load_irqbalance(root, ib));

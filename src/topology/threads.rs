@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::net::{NetNs, nics_of, socket_inodes};
 use super::{Nic, ThreadInfo};
+use crate::sample::RawTask;
 use crate::sys::cgroup::Mounts;
 use crate::sys::cpuset::CpuSet;
 use crate::sys::sysroot::Sysroot;
@@ -125,15 +126,90 @@ fn schedstat_ns(root: &Sysroot, pid: u32, tid: u32) -> Option<u64> {
         .ok()
 }
 
+/// One thread as the scan first sees it: from /proc, or from a thread
+/// list the caller already has (the task sampler's).
+struct Seen {
+    tid: u32,
+    comm: String,
+    kthread: bool,
+    last_cpu: Option<u32>,
+    affinity: CpuSet,
+}
+
+/// A process's threads from /proc: `stat` and the affinity of each.
+fn walk_threads(root: &Sysroot, pid: u32) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for tid in numeric_dirs(root, &format!("/proc/{pid}/task")) {
+        let dir = format!("/proc/{pid}/task/{tid}");
+        // Threads exit while we look: a vanished file is not an error.
+        let Some(stat) = root
+            .read_opt(format!("{dir}/stat"))
+            .and_then(|s| parse_stat(&s))
+        else {
+            continue;
+        };
+        let affinity = if root.is_live() {
+            crate::sys::cpuset::live_affinity(tid)
+        } else {
+            None
+        };
+        let affinity = affinity
+            .or_else(|| {
+                root.read_opt(format!("{dir}/status"))
+                    .and_then(|s| {
+                        s.lines()
+                            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                            .map(|v| v.trim().to_string())
+                    })
+                    .and_then(|v| CpuSet::parse_list(&v).ok())
+            })
+            .unwrap_or_default();
+        out.push(Seen {
+            tid,
+            comm: stat.comm,
+            kthread: stat.flags & PF_KTHREAD != 0,
+            last_cpu: stat.last_cpu,
+            affinity,
+        });
+    }
+    out
+}
+
+/// The caller's thread list by process.
+fn by_process(known: &[RawTask]) -> BTreeMap<u32, Vec<Seen>> {
+    let mut m: BTreeMap<u32, Vec<Seen>> = BTreeMap::new();
+    for t in known {
+        m.entry(t.tgid).or_default().push(Seen {
+            tid: t.tid,
+            comm: t.comm.clone(),
+            kthread: t.kthread,
+            last_cpu: Some(t.last_cpu),
+            affinity: CpuSet::parse_list(&t.affinity).unwrap_or_default(),
+        });
+    }
+    for v in m.values_mut() {
+        v.sort_by_key(|s| s.tid);
+    }
+    m
+}
+
+/// Every thread's placement. `known`: the threads with their names and
+/// affinities when the caller has them (the task sampler), so that only
+/// per-process files are read; else every thread's `stat` and affinity.
 pub(super) fn load_threads(
     root: &Sysroot,
     online: &CpuSet,
     nics: &[Nic],
     sample: Option<Duration>,
+    known: Option<&[RawTask]>,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<ThreadScan> {
     let t0 = Instant::now();
-    let pids = numeric_dirs(root, "/proc");
+    let mut known = known.map(by_process);
+    let pids: Vec<u32> = match &known {
+        Some(k) => k.keys().copied().collect(),
+        None => numeric_dirs(root, "/proc"),
+    };
     if pids.is_empty() {
         notes.push(format!(
             "{}: no processes readable: thread placement not checked",
@@ -154,7 +230,10 @@ pub(super) fn load_threads(
     let mut irqbalance_pid = None;
     let mut first_sample: Vec<(usize, u64, Instant)> = Vec::new();
     for pid in pids {
-        let tids = numeric_dirs(root, &format!("/proc/{pid}/task"));
+        let seen = match known.as_mut() {
+            Some(k) => k.remove(&pid).unwrap_or_default(),
+            None => walk_threads(root, pid),
+        };
         let cg_text = root.read_opt(format!("/proc/{pid}/cgroup"));
         let (cgroup, cpuset) = match &cg_text {
             Some(t) => cgroup_cpuset_of(root, &mounts, t, &mut cg_cache),
@@ -163,41 +242,17 @@ pub(super) fn load_threads(
         let workload = cg_text.as_deref().and_then(workload);
         let cpuset = cpuset.filter(|c| !online.is_subset(c));
         let start = out.len();
-        for tid in tids {
-            let dir = format!("/proc/{pid}/task/{tid}");
-            // Threads exit while we look: a vanished file is not an error.
-            let Some(stat) = root
-                .read_opt(format!("{dir}/stat"))
-                .and_then(|s| parse_stat(&s))
-            else {
-                continue;
-            };
-            if tid == pid && stat.comm == "irqbalance" {
+        for t in seen {
+            if t.tid == pid && t.comm == "irqbalance" {
                 irqbalance_pid = Some(pid);
             }
-            let affinity = if root.is_live() {
-                crate::sys::cpuset::live_affinity(tid)
-            } else {
-                None
-            };
-            let affinity = affinity
-                .or_else(|| {
-                    root.read_opt(format!("{dir}/status"))
-                        .and_then(|s| {
-                            s.lines()
-                                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                                .map(|v| v.trim().to_string())
-                        })
-                        .and_then(|v| CpuSet::parse_list(&v).ok())
-                })
-                .unwrap_or_default();
             out.push(ThreadInfo {
                 pid,
-                tid,
-                comm: stat.comm,
-                affinity,
-                last_cpu: stat.last_cpu,
-                kthread: stat.flags & PF_KTHREAD != 0,
+                tid: t.tid,
+                comm: t.comm,
+                affinity: t.affinity,
+                last_cpu: t.last_cpu,
+                kthread: t.kthread,
                 cgroup: cgroup.clone(),
                 cpuset: cpuset.clone(),
                 workload: workload.clone(),

@@ -5,17 +5,18 @@
 //! the renderer needs that costs more than formatting a visible row (sorting
 //! 5,000 tasks, grouping threads, victims per CPU) is computed here when a
 //! Frame or a setting changes, never per draw: [`App::rebuild`] asks each
-//! view in [`super::views`] for its rows. Input is turned into state changes
+//! view's file in [`super::rows`] for its rows. Input is turned into state changes
 //! by [`super::keymap`] (view keys, mouse) and [`super::prompt`] (prompts).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::views::cpus::CpuRows;
-use super::views::devices::{self, DevRow, DevTopo};
-use super::views::processes::{self, Src, TaskRow};
-use super::views::{LineKind, View, pinning, topology};
+use super::rows::cgroups::{self, CgRow};
+use super::rows::cpus::CpuRows;
+use super::rows::devices::{self, DevRow, DevTopo};
+use super::rows::processes::{self, SortKey, Src, TaskRow};
+use super::rows::{LineKind, View, pinning, topology};
 use crate::model::frame::{Frame, TaskView};
-use crate::output::columns::ProcColumn;
+use crate::output::columns::{self, ProcColumn, RowCtx};
 
 /// Samples of per-CPU history kept for sparklines.
 pub const HISTORY_LEN: usize = 120;
@@ -69,13 +70,6 @@ pub struct ReplayPos {
     pub index: usize,
     pub len: usize,
     pub playing: bool,
-}
-
-/// Sort order of the Processes view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SortKey {
-    pub column: ProcColumn,
-    pub descending: bool,
 }
 
 /// Colours on or off (`NO_COLOR`); only the 16 basic colours are ever used.
@@ -159,7 +153,7 @@ pub struct App {
     /// Processes grouped by cgroup (`c`), with these groups expanded.
     pub group_cgroup: bool,
     pub expanded: std::collections::HashSet<u64>,
-    pub cg_rows: Vec<super::views::grouped::CgRow>,
+    pub cg_rows: Vec<CgRow>,
 }
 
 impl App {
@@ -287,6 +281,15 @@ impl App {
         }
     }
 
+    /// What the shared column table needs from the App to print or sort a row.
+    pub(crate) fn row_ctx(&self) -> RowCtx<'_> {
+        RowCtx {
+            users: &self.users,
+            cpu_node: &self.cpu_rows.node,
+            traced: self.frame.as_ref().is_none_or(columns::traced),
+        }
+    }
+
     pub(crate) fn set_view(&mut self, v: View) {
         self.view = v;
         self.clamp(v);
@@ -368,12 +371,11 @@ impl App {
     /// group under the cursor, also from one of its processes, and keeps
     /// the cursor on the group.
     pub(crate) fn expand(&mut self, open: Option<bool>) {
-        use super::views::grouped::{CgRow, group_id};
         let pi = View::Processes.index();
         let Some(&row) = self.cg_rows.get(self.pos[pi].selected) else {
             return;
         };
-        let Some(id) = group_id(self.frame.as_ref(), row) else {
+        let Some(id) = cgroups::group_id(self.frame.as_ref(), row) else {
             return;
         };
         if open.unwrap_or(!self.expanded.contains(&id)) {
@@ -386,7 +388,7 @@ impl App {
         if let Some(i) = self
             .cg_rows
             .iter()
-            .position(|r| matches!(r, CgRow::Group(_)) && group_id(f, *r) == Some(id))
+            .position(|r| matches!(r, CgRow::Group(_)) && cgroups::group_id(f, *r) == Some(id))
         {
             self.pos[pi].selected = i;
             self.clamp(View::Processes);
@@ -457,9 +459,16 @@ impl App {
     pub fn rebuild(&mut self) {
         let keep = self.selected_task().map(|t| (t.pid, t.tid, t.is_process));
         self.cpu_rows = CpuRows::build(self.frame.as_ref());
-        self.rows = processes::rows(self);
+        self.rows = processes::rows(&processes::Query {
+            frame: self.frame.as_ref(),
+            filter: &self.filter,
+            sort: self.sort,
+            threads: self.threads,
+            tree: self.tree,
+            ctx: self.row_ctx(),
+        });
         self.dev_rows = devices::rows(self.frame.as_ref());
-        self.cg_rows = super::views::grouped::rows(
+        self.cg_rows = cgroups::rows(
             self.frame.as_ref(),
             &self.expanded,
             self.sort.descending,

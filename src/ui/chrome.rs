@@ -8,9 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
-use super::keymap;
 use super::style::{STOLEN_MARK_PCT, Sty};
-use super::views::View;
+use super::{keymap, tabs, views};
 use crate::output::columns::ProcColumn;
 use crate::output::format::{fmt_pct, fmt_rate, hms};
 use crate::sample::Regime;
@@ -76,7 +75,7 @@ pub(crate) fn summary_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
 
 pub(crate) fn tab_line<'a>(app: &App, s: &Sty) -> Line<'a> {
     let mut spans = Vec::new();
-    for (v, label, ..) in tab_spans() {
+    for (v, label, ..) in tabs::tab_spans() {
         let st = if v == app.view { s.header() } else { s.dim() };
         spans.push(Span::styled(label, st));
         spans.push(Span::raw(" "));
@@ -85,7 +84,7 @@ pub(crate) fn tab_line<'a>(app: &App, s: &Sty) -> Line<'a> {
 }
 
 pub(crate) fn view_header<'a>(app: &App, s: &Sty) -> Line<'a> {
-    Line::from(Span::styled(app.view.header(app), s.dim()))
+    Line::from(Span::styled(views::header(app), s.dim()))
 }
 
 pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
@@ -235,28 +234,6 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     }
     spans.push(Span::styled(" │ ? help  q quit", s.dim()));
     Line::from(spans)
-}
-
-/// Tab labels as drawn on the tab line, with their x ranges (for the mouse).
-pub fn tab_spans() -> Vec<(View, String, u16, u16)> {
-    let mut x = 0u16;
-    View::ALL
-        .iter()
-        .map(|v| {
-            let label = format!(" {} {} ", v.index() + 1, v.title());
-            let w = label.chars().count() as u16;
-            let span = (*v, label, x, x + w);
-            x += w + 1;
-            span
-        })
-        .collect()
-}
-
-pub(crate) fn tab_at(x: u16) -> Option<View> {
-    tab_spans()
-        .into_iter()
-        .find(|(_, _, a, b)| x >= *a && x < *b)
-        .map(|(v, ..)| v)
 }
 
 // -------------------------------------------------------------- overlays

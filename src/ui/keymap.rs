@@ -11,8 +11,8 @@ use crossterm::event::{
 };
 
 use super::app::{Action, App, CHROME_BOTTOM, CHROME_TOP, Mode};
-use super::chrome::tab_at;
-use super::views::View;
+use super::rows::View;
+use super::tabs::tab_at;
 
 /// Rows the mouse wheel moves.
 const WHEEL_STEP: usize = 3;

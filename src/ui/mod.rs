@@ -5,7 +5,7 @@
 //!   model arithmetic and sends finished Frames over a channel;
 //! - [`app::App`], a pure state machine fed Frames and input events
 //!   ([`keymap`] for the keys and the help they show, [`prompt`] for the
-//!   status-line prompts);
+//!   status-line prompts), holding each view's rows from [`rows`];
 //! - [`render::draw`], which turns App state into a screen and does no I/O:
 //!   [`chrome`] around one of the [`views`], one file per view.
 
@@ -16,7 +16,9 @@ pub mod fixtures;
 pub mod keymap;
 pub mod prompt;
 pub mod render;
+pub mod rows;
 mod style;
+mod tabs;
 mod term;
 pub mod views;
 

@@ -5,7 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{Action, App, Mode};
-use super::views::View;
+use super::rows::View;
 use crate::output::columns::ProcColumn;
 
 impl App {

@@ -8,8 +8,8 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, CHROME_BOTTOM, CHROME_TOP, Mode};
-use super::chrome;
 use super::style::Sty;
+use super::{chrome, views};
 
 pub fn draw(f: &mut TermFrame, app: &App) {
     let area = f.area();
@@ -28,7 +28,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     f.render_widget(Paragraph::new(chrome::summary_line(app, &s)), summary);
     f.render_widget(Paragraph::new(chrome::tab_line(app, &s)), tabs);
     f.render_widget(Paragraph::new(chrome::view_header(app, &s)), header);
-    app.view.draw(f, app, &s, body);
+    views::draw(f, app, &s, body);
     f.render_widget(Paragraph::new(chrome::status_line(app, &s)), status);
     match &app.mode {
         Mode::Help => chrome::draw_help(f, app, &s, area),

@@ -1,10 +1,11 @@
 //! The busy two-socket host every rendering test here draws: raw samples
 //! before and after one second, and the frame the real model computes.
 
+use crate::common::calibration::{from_ipi, measured};
 use nettop::model::compute;
 use nettop::model::frame::Frame;
 use nettop::output::text::TextOptions;
-use nettop::sample::calibration::{Basis, Calibration, ClassCost};
+use nettop::sample::calibration::Calibration;
 use nettop::sample::*;
 
 const MS: u64 = 1_000_000;
@@ -27,25 +28,14 @@ pub fn host() -> HostInfo {
 
 /// Measured an hour before the frames: IPI 2.6 µs, timer 4.2 µs hidden.
 fn calibration() -> Calibration {
-    let c = |basis, samples, traced, hidden, spread| ClassCost {
-        basis,
-        samples,
-        traced_ns: traced,
-        hidden_ns: hidden,
-        spread_ns: spread,
-    };
     Calibration {
         measured_unix_ms: T0_MS - 3_600_000,
         origin: "cache /var/cache/nettop/calibration.json".into(),
         cpu: 3,
         sender_cpu: 2,
-        device: c(Basis::SameAsIpi, 0, 0.0, 2_600.0, 20.0),
-        timer: c(Basis::Measured, 70, 5_100.0, 4_200.0, 400.0),
-        ipi: c(Basis::Measured, 4_000, 300.0, 2_600.0, 20.0),
-        other: c(Basis::SameAsIpi, 0, 0.0, 2_600.0, 20.0),
-        softirq: c(Basis::Measured, 2_000, 2_100.0, 450.0, 30.0),
-        runtime_share: 1.0,
-        ..Default::default()
+        timer: measured(70, 5_100.0, 4_200.0, 400.0),
+        softirq: measured(2_000, 2_100.0, 450.0, 30.0),
+        ..from_ipi(measured(4_000, 300.0, 2_600.0, 20.0))
     }
 }
 

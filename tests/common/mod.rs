@@ -1,7 +1,9 @@
 //! Helpers shared by integration tests; each test binary uses a subset.
 #![allow(dead_code)]
 
+pub mod calibration;
 pub mod netns;
+pub mod parked;
 pub mod prom;
 pub mod run;
 pub mod victim;
@@ -9,6 +11,7 @@ pub mod xdp_pass;
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 /// Env var that turns every "cannot run here" skip into a failure (CI).
 pub const REQUIRE_ENV: &str = "NETTOP_REQUIRE_BPF";
@@ -35,6 +38,19 @@ pub fn skip(test: &str, reason: &str) {
 /// reports show up in CI logs of passing tests too.
 pub fn report(text: &str) {
     let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// True when `bin` can be run here: `bin arg` (e.g. `promtool --version`)
+/// starts and exits successfully. Its output is discarded. Tests that need
+/// an external tool check this first and [`skip`] when it is false.
+pub fn tool_runs(bin: &str, arg: &str) -> bool {
+    Command::new(bin)
+        .arg(arg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// True when running as root (euid 0).

@@ -1,4 +1,4 @@
-//! `bpf/xdp_pass.bpf.c`, an XDP program that passes every frame (built by
+//! `bpf/testing/xdp_pass.bpf.c`, an XDP program that passes every frame (built by
 //! build.rs), for the tests that attach XDP to real veths.
 
 use std::mem::MaybeUninit;

@@ -1,9 +1,10 @@
 //! The builders and checkers every test here uses, and the names they
 //! need, so a test module only says `use crate::fixtures::*`.
 
+use crate::common::calibration::{from_ipi, measured};
 pub use nettop::model::compute;
 pub use nettop::model::frame::{Frame, TaskView};
-pub use nettop::sample::calibration::{Basis, Calibration, ClassCost};
+pub use nettop::sample::calibration::Calibration;
 pub use nettop::sample::*;
 
 pub const MS: u64 = 1_000_000;
@@ -23,23 +24,13 @@ pub fn host(regime: Regime) -> HostInfo {
 /// Hidden cost per interruption: timer 10 µs, everything else 3 µs; half of
 /// it left in runtime under IRQ_TIME_ACCOUNTING.
 pub fn calibration() -> Calibration {
-    let c = |basis, ns: f64| ClassCost {
-        basis,
-        samples: 100,
-        traced_ns: 500.0,
-        hidden_ns: ns,
-        spread_ns: 100.0,
-    };
     Calibration {
         cpu: 1,
         measured_unix_ms: 1_000,
         origin: "cache /x".into(),
-        device: c(Basis::SameAsIpi, 3_000.0),
-        timer: c(Basis::Measured, 10_000.0),
-        ipi: c(Basis::Measured, 3_000.0),
-        other: c(Basis::SameAsIpi, 3_000.0),
+        timer: measured(100, 500.0, 10_000.0, 100.0),
         runtime_share: 0.5,
-        ..Default::default()
+        ..from_ipi(measured(100, 500.0, 3_000.0, 100.0))
     }
 }
 

@@ -7,6 +7,9 @@
 //! number). The test here is the whole frame of one interval, which all
 //! three build.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod cpu;
 mod fixtures;
 mod net;

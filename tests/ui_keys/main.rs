@@ -11,8 +11,8 @@ use crossterm::event::{
 use nettop::output::columns::ProcColumn as Column;
 use nettop::ui::app::{Action, App, Mode, Options, Theme};
 use nettop::ui::fixtures;
-use nettop::ui::views::View;
-use nettop::ui::views::processes::Src;
+use nettop::ui::rows::View;
+use nettop::ui::rows::processes::Src;
 
 fn app(h: u16) -> App {
     let mut a = App::new(Options {

@@ -142,7 +142,10 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
     v
 }
 
-/// Process rows summed from thread rows (samples without process totals).
+/// Process rows summed from thread rows (samples without process totals):
+/// interval figures, not counters, because the /proc-only interrupt
+/// estimate of each thread depends on its own CPU. Cumulative process rows
+/// are `RawSample::process_rows`.
 pub(super) fn group_threads(ctx: &Ctx, cur: &RawSample, deltas: &[TaskDelta]) -> Vec<TaskView> {
     let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (i, t) in cur.tasks.iter().enumerate() {

@@ -24,8 +24,8 @@
 
 use anyhow::{Context, bail};
 
-use super::super::format::{self, FILE_HEADER_LEN, MAX_PAYLOAD, RECORD_HEADER_LEN, RecordHeader};
 use super::{Entry, Recording, Step, Warning, WarningKind, decode_bytes, read_up_to};
+use crate::record::format::{self, FILE_HEADER_LEN, MAX_PAYLOAD, RECORD_HEADER_LEN, RecordHeader};
 use crate::sys::sanitize::Untrusted;
 
 /// Bytes checksummed for resync candidates, as a multiple of the file size.

@@ -1,32 +1,6 @@
 //! Pinning view: the findings of `nettop --pinning-check`, relinted live on
-//! the data thread with measured stolen time as evidence.
-
-use super::LineKind;
+//! the data thread with measured stolen time as evidence. A text view: its
+//! lines are built in [`rows::pinning`](crate::ui::rows::pinning) and drawn
+//! by `draw_text` in [`views`](super).
 
 pub(crate) const HEADER: &str = "Pinning: findings of --pinning-check, live";
-
-/// Shown until the topology thread has linted once.
-pub fn waiting_lines() -> Vec<(LineKind, String)> {
-    vec![(
-        LineKind::Note,
-        "Pinning findings appear here once the topology is loaded (the lint of `nettop --pinning-check`, refreshed live).".into(),
-    )]
-}
-
-/// Turns a pinning report into the Pinning view's lines.
-pub fn lines(report: &crate::pinning::Report) -> Vec<(LineKind, String)> {
-    crate::pinning::render_text(report)
-        .lines()
-        .map(|l| {
-            let t = l.trim_start().to_ascii_lowercase();
-            let kind = if t.starts_with("error") || t.starts_with("warning") {
-                LineKind::Warn
-            } else if t.starts_with("nettop pinning check") {
-                LineKind::Heading
-            } else {
-                LineKind::Normal
-            };
-            (kind, l.to_string())
-        })
-        .collect()
-}

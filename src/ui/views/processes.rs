@@ -2,142 +2,18 @@
 //! threads under it), sorted, filtered and followed; TOP% beside TRUE% and
 //! the interrupt work stolen from each task.
 
-use std::collections::HashMap;
-
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{View, mark_selected, on_screen};
-use crate::model::frame::TaskView;
-use crate::output::columns::{self, PRIORITY, ProcColumn, RowCtx};
+use super::table::{mark_selected, on_screen};
+use crate::output::columns::{PRIORITY, ProcColumn};
 use crate::ui::app::App;
+use crate::ui::rows::View;
+use crate::ui::rows::processes::TaskRow;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
-
-/// Which Frame list a task row points into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Src {
-    Proc(usize),
-    Thread(usize),
-}
-
-/// One visible row of the Processes view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskRow {
-    pub src: Src,
-    /// 0 for top-level rows, 1 for threads under a process in tree mode.
-    pub depth: u8,
-    /// Last child of its parent (tree drawing).
-    pub last: bool,
-}
-
-fn matches(app: &App, t: &TaskView) -> bool {
-    if app.filter.is_empty() {
-        return true;
-    }
-    let f = app.filter.to_lowercase();
-    if let Ok(pid) = f.parse::<u32>()
-        && (t.pid == pid || t.tid == pid)
-    {
-        return true;
-    }
-    t.comm.to_lowercase().contains(&f)
-        || app
-            .users
-            .get(&t.uid)
-            .is_some_and(|u| u.to_lowercase().contains(&f))
-}
-
-fn compare(app: &App, a: &TaskView, b: &TaskView) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    let ord = app.sort.column.compare(a, b, &ctx(app));
-    let ord = if app.sort.descending {
-        ord.reverse()
-    } else {
-        ord
-    };
-    // Ties by PID/TID ascending, whatever the direction: stable screens.
-    match ord {
-        Ordering::Equal => a.pid.cmp(&b.pid).then(a.tid.cmp(&b.tid)),
-        o => o,
-    }
-}
-
-/// What the shared column table needs from the App to print or sort a row.
-pub(crate) fn ctx(app: &App) -> RowCtx<'_> {
-    RowCtx {
-        users: &app.users,
-        cpu_node: &app.cpu_rows.node,
-        traced: app.frame.as_ref().is_none_or(columns::traced),
-    }
-}
-
-/// The rows on screen, in order, under the current sort, filter and mode.
-pub(crate) fn rows(app: &App) -> Vec<TaskRow> {
-    let Some(f) = &app.frame else {
-        return Vec::new();
-    };
-    if !app.tree {
-        let (list, mk): (&[TaskView], fn(usize) -> Src) = if app.threads {
-            (&f.threads, Src::Thread)
-        } else {
-            (&f.processes, Src::Proc)
-        };
-        let mut idx: Vec<usize> = (0..list.len())
-            .filter(|&i| matches(app, &list[i]))
-            .collect();
-        idx.sort_by(|&a, &b| compare(app, &list[a], &list[b]));
-        return idx
-            .into_iter()
-            .map(|i| TaskRow {
-                src: mk(i),
-                depth: 0,
-                last: false,
-            })
-            .collect();
-    }
-    // Tree: each process, then its threads (the Frame has no parent PIDs,
-    // so the tree is process → threads).
-    let mut threads_of: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, t) in f.threads.iter().enumerate() {
-        threads_of.entry(t.pid).or_default().push(i);
-    }
-    let mut procs: Vec<usize> = (0..f.processes.len())
-        .filter(|&i| {
-            let p = &f.processes[i];
-            matches(app, p)
-                || threads_of
-                    .get(&p.pid)
-                    .is_some_and(|ts| ts.iter().any(|&j| matches(app, &f.threads[j])))
-        })
-        .collect();
-    procs.sort_by(|&a, &b| compare(app, &f.processes[a], &f.processes[b]));
-    let mut rows = Vec::with_capacity(procs.len() + f.threads.len());
-    for p in procs {
-        rows.push(TaskRow {
-            src: Src::Proc(p),
-            depth: 0,
-            last: false,
-        });
-        if let Some(ts) = threads_of.get_mut(&f.processes[p].pid) {
-            if ts.len() < 2 {
-                continue;
-            }
-            ts.sort_by(|&a, &b| compare(app, &f.threads[a], &f.threads[b]));
-            let n = ts.len();
-            for (k, &j) in ts.iter().enumerate() {
-                rows.push(TaskRow {
-                    src: Src::Thread(j),
-                    depth: 1,
-                    last: k + 1 == n,
-                });
-            }
-        }
-    }
-    rows
-}
 
 /// Settings first: they must stay visible on narrow terminals.
 pub(crate) fn header(app: &App) -> String {
@@ -185,7 +61,7 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         }
     };
 
-    let traced = ctx(app).traced;
+    let traced = app.row_ctx().traced;
     let thread_rows = app.threads && !app.tree;
     let mut header_cells = vec![Cell::from(" ")];
     for &c in &cols {
@@ -229,7 +105,7 @@ fn task_row<'a>(
     selected: bool,
 ) -> Option<Row<'a>> {
     let t = app.task(r.src)?;
-    let cx = ctx(app);
+    let cx = app.row_ctx();
     let gap = t.gap_pct();
     let marked = t.stolen_pct >= STOLEN_MARK_PCT;
     let mut cells = vec![if marked {

@@ -3,6 +3,7 @@
 //! row; figures the model derives (stolen time, interruptions, softirq
 //! time per context, hidden cost) come from the model's own methods.
 
+mod cgroups;
 mod netcost;
 mod scrape;
 
@@ -246,11 +247,6 @@ pub fn families(
             }
         })
         .collect();
-    out.extend(crate::export::cgroup_metrics::families(
-        host,
-        prev,
-        cur,
-        opts.top_cgroups,
-    ));
+    out.extend(cgroups::families(host, prev, cur, opts.top_cgroups));
     out
 }

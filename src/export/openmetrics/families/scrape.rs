@@ -8,8 +8,8 @@ use super::super::{MAX_DEVICES, Options};
 use super::{Labels, Samples};
 use crate::sample::calibration::{Basis, Calibration, ClassCost};
 use crate::sample::{
-    BpfHealth, CpuNet, HostInfo, IrqAcct, ProgStat, RawCpu, RawDevice, RawSample, RawTask, Regime,
-    Softnet, Source,
+    BpfHealth, CpuNet, HostInfo, IrqAcct, ProgStat, RawCpu, RawDevice, RawSample, Regime, Softnet,
+    Source,
 };
 
 pub(super) fn secs(ns: u64) -> f64 {
@@ -51,8 +51,7 @@ pub(super) struct NapiSum {
     pub(super) budget_exhausted: u64,
 }
 
-/// A task row for export: a thread, or a process summing its threads.
-#[derive(Default)]
+/// A task row for export: a thread, or a process.
 pub(super) struct TaskAgg {
     pub(super) pid: u32,
     pub(super) tid: u32,
@@ -88,7 +87,7 @@ impl<'a> Scrape<'a> {
         let net = prev.map(|p| {
             let mut f = crate::model::compute::network(host, p, cur);
             if let Some(t) = &opts.topology {
-                crate::model::devconf::attach(&mut f, t);
+                f.attach_config(t);
             }
             f
         });
@@ -136,39 +135,36 @@ impl<'a> Scrape<'a> {
     }
 }
 
-fn aggregate(tasks: &[RawTask], threads: bool) -> BTreeMap<(u32, u32), TaskAgg> {
-    let mut m: BTreeMap<(u32, u32), TaskAgg> = BTreeMap::new();
-    for t in tasks {
-        let key = if threads {
-            (t.tgid, t.tid)
-        } else {
-            (t.tgid, t.tgid)
-        };
-        let e = m.entry(key).or_insert_with(|| TaskAgg {
-            pid: t.tgid,
-            tid: key.1,
-            comm: t.comm.clone(),
-            ..Default::default()
-        });
-        if t.tid == t.tgid {
-            e.comm = t.comm.clone();
-        }
-        e.utime += t.utime_ticks;
-        e.stime += t.stime_ticks;
-        e.on_cpu_ns += t.on_cpu_ns;
-        if let Some(a) = &t.irq {
-            e.irq.get_or_insert_with(IrqAcct::default).add(a);
-        }
-    }
-    m
+/// Export rows keyed by (pid, tid): threads, or processes as the sample
+/// defines them ([`RawSample::process_rows`]).
+fn rows(s: &RawSample, threads: bool) -> BTreeMap<(u32, u32), TaskAgg> {
+    let rows = if threads {
+        std::borrow::Cow::Borrowed(&s.tasks[..])
+    } else {
+        s.process_rows()
+    };
+    rows.iter()
+        .map(|t| {
+            let agg = TaskAgg {
+                pid: t.tgid,
+                tid: t.tid,
+                comm: t.comm.clone(),
+                utime: t.utime_ticks,
+                stime: t.stime_ticks,
+                on_cpu_ns: t.on_cpu_ns,
+                irq: t.irq.clone(),
+            };
+            ((t.tgid, t.tid), agg)
+        })
+        .collect()
 }
 
 /// Top-N by stolen time over the last interval (cumulative when there is
 /// no previous sample), then on-CPU time; returned by (pid, tid).
 fn top_tasks(prev: Option<&RawSample>, cur: &RawSample, opts: &Options) -> Vec<TaskAgg> {
     let stolen = |t: &TaskAgg| t.irq.as_ref().map_or(0, IrqAcct::stolen_ns);
-    let prev_t = prev.map(|p| aggregate(&p.tasks, opts.threads));
-    let mut ranked: Vec<(TaskAgg, u64, u64)> = aggregate(&cur.tasks, opts.threads)
+    let prev_t = prev.map(|p| rows(p, opts.threads));
+    let mut ranked: Vec<(TaskAgg, u64, u64)> = rows(cur, opts.threads)
         .into_iter()
         .map(|(k, t)| {
             let p = prev_t.as_ref().and_then(|m| m.get(&k));

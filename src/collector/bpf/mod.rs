@@ -76,6 +76,10 @@ pub struct BpfOptions {
     pub max_tasks: Option<u32>,
     /// Do not load the task sampler (tests of the /proc path).
     pub no_sampler: bool,
+    /// Load the task sampler alone, attach no tracepoint: a thread list
+    /// for one-shot modes (`--pinning-check`) at a fraction of the cost of
+    /// a /proc walk, with no tracing cost to the host.
+    pub sampler_only: bool,
 }
 
 /// Per-task counters as the BPF hash holds them.
@@ -245,6 +249,10 @@ impl BpfCollector {
             if sampler_error.is_none() {
                 match Self::open_mode(opts, mode, true) {
                     Ok(c) => return Ok(c),
+                    Err(e) if opts.sampler_only => {
+                        errors.push(format!("{}: {e:#}", mode.prefix()));
+                        continue;
+                    }
                     Err(e) => sampler_error = Some(format!("{e:#}")),
                 }
             }
@@ -317,10 +325,10 @@ impl BpfCollector {
         let sysvecs: Vec<&str> = SYSVEC_KINDS
             .iter()
             .copied()
-            .filter(|k| usable(&format!("{k}_entry")))
+            .filter(|k| !opts.sampler_only && usable(&format!("{k}_entry")))
             .collect();
         for core in ["softirq_entry", "softirq_exit", "softirq_raise"] {
-            if !usable(core) {
+            if !opts.sampler_only && !usable(core) {
                 bail!("this kernel has no {core} tracepoint; nettop cannot account softirq time");
             }
         }
@@ -328,6 +336,7 @@ impl BpfCollector {
             let section = prog.section().to_string_lossy().into_owned();
             let load = match section.split_once('/') {
                 Some(("iter", _)) => sampler && !opts.test_clock,
+                _ if opts.sampler_only => false,
                 Some((flavour, tp)) => flavour == mode.prefix() && usable(tp),
                 None => section == "raw_tp",
             };

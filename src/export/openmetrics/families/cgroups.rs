@@ -10,9 +10,10 @@
 //! `cgroup="other"` series, so a host with thousands of pods exports at
 //! most `top + 1` series per family.
 
-use super::openmetrics::{Family, Kind};
-use crate::model::cgroups::{CgroupView, top_n};
+use super::super::{Family, Kind};
+use crate::model::cgroups::top_n;
 use crate::model::compute;
+use crate::model::frame::CgroupView;
 use crate::sample::{HostInfo, RawSample};
 
 /// The ratio families: name, help, value.
