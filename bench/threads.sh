@@ -7,9 +7,11 @@
 #
 #   bench/threads.sh [N ...]      (default: 1000 3000 10000 30000 100000)
 #
-# Needs root (BPF; pid_max is raised for the run and restored).
+# Needs root (BPF; pid_max and vm.max_map_count are raised for the run and
+# restored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 counts=("$@")
 ((${#counts[@]})) || counts=(1000 3000 10000 30000 100000)
 frames=4
@@ -21,38 +23,27 @@ mkdir -p bench/results
 csv=bench/results/threads.csv
 
 old_pid_max=$(cat /proc/sys/kernel/pid_max)
-restore() { echo "$old_pid_max" >/proc/sys/kernel/pid_max; }
+old_map_count=$(cat /proc/sys/vm/max_map_count)
+restore() {
+    echo "$old_pid_max" >/proc/sys/kernel/pid_max
+    echo "$old_map_count" >/proc/sys/vm/max_map_count
+}
 trap restore EXIT
 echo 4194304 >/proc/sys/kernel/pid_max
-
-# CPU seconds (user+sys) of one command, and its peak RSS in KiB.
-measure() {
-    local out
-    out=$( { /usr/bin/env bash -c 'TIMEFORMAT="%U %S"; time "$@" >/dev/null 2>&1' _ "$@"; } 2>&1 )
-    awk '{ printf "%.3f", $1 + $2 }' <<<"$out"
-}
-peak_rss() {
-    "$@" >/dev/null 2>&1 &
-    local pid=$! max=0 v
-    while kill -0 "$pid" 2>/dev/null; do
-        v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
-        [[ -n "$v" && "$v" -gt "$max" ]] && max=$v
-        sleep 0.1
-    done
-    wait "$pid" || true
-    echo "$max"
-}
+# Two mappings per thread (stack and guard): 100,000 threads need more
+# than the default 65,530.
+echo 1048576 >/proc/sys/vm/max_map_count
 
 echo "threads,nettop_s_per_frame,nettop_H_s_per_frame,top_s_per_frame,top_H_s_per_frame,nettop_rss_kib" >"$csv"
 for n in "${counts[@]}"; do
     coproc HOLD { exec "$holder" "$n"; }
     read -r _ hold_pid <&"${HOLD[0]}"
     sleep 1
-    a=$(measure "$nettop" -b -n "$frames" -d 1)
-    b=$(measure "$nettop" -b -H -n "$frames" -d 1)
-    c=$(measure top -b -n "$frames" -d 1)
-    d=$(measure top -b -H -n "$frames" -d 1)
-    r=$(peak_rss "$nettop" -b -n "$frames" -d 1)
+    a=$(cpu_s "$nettop" -b -n "$frames" -d 1)
+    b=$(cpu_s "$nettop" -b -H -n "$frames" -d 1)
+    c=$(cpu_s top -b -n "$frames" -d 1)
+    d=$(cpu_s top -b -H -n "$frames" -d 1)
+    r=$(peak_rss_kib "$nettop" -b -n "$frames" -d 1)
     exec {HOLD[1]}>&-
     wait "$hold_pid" 2>/dev/null || true
     line=$(awk -v n="$n" -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v r="$r" -v f="$frames" \

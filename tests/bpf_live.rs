@@ -32,11 +32,6 @@ fn all_cpus() -> CpuSet {
     CpuSet::from_cpus(0..n)
 }
 
-fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
-}
-
 /// Loopback UDP sent by this thread is received by NET_RX raised in this
 /// thread's own syscall and run at its local_bh_enable: inline work, never
 /// stolen. Checks both program flavours.
@@ -68,11 +63,11 @@ fn loopback_is_inline(mode: AttachMode) {
 
     let me = after
         .tasks
-        .get(&gettid())
+        .get(&common::gettid())
         .expect("this thread ran NET_RX inline");
     let was = before
         .tasks
-        .get(&gettid())
+        .get(&common::gettid())
         .map_or(0, |t| t.acct.softirq_ns[CTX_INLINE][NET_RX]);
     let inline_ns = me.acct.softirq_ns[CTX_INLINE][NET_RX] - was;
     let ksoftirqd_ns: u64 = after
@@ -93,7 +88,7 @@ fn loopback_is_inline(mode: AttachMode) {
     );
     let stolen_was = before
         .tasks
-        .get(&gettid())
+        .get(&common::gettid())
         .map_or(0, |t| t.acct.softirq_ns[CTX_STOLEN][NET_RX]);
     assert_eq!(
         me.acct.softirq_ns[CTX_STOLEN][NET_RX] - stolen_was,

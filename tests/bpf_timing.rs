@@ -24,26 +24,6 @@ fn bpf_or_skip() -> Option<BpfCollector> {
     }
 }
 
-/// Pins the calling thread to `cpu` so test runs execute locally, with this
-/// thread as `current`.
-fn pin(cpu: usize) {
-    // SAFETY: cpu_set_t is plain data; we pass its real size and a valid pointer.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0,
-            "sched_setaffinity"
-        );
-    }
-}
-
-fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
-}
-
 struct Driver {
     c: BpfCollector,
     cpu: u32,
@@ -66,7 +46,7 @@ impl Driver {
 }
 
 fn driver() -> Option<Driver> {
-    pin(0);
+    common::pin_self(0);
     bpf_or_skip().map(|c| Driver { c, cpu: 0 })
 }
 
@@ -84,7 +64,10 @@ fn nested_hardirq_is_subtracted_from_softirq_once() {
     d.at(3_000, "softirq_exit", &[NET_RX as u64]);
 
     let r = d.read();
-    let me = r.tasks.get(&gettid()).expect("this thread was charged");
+    let me = r
+        .tasks
+        .get(&common::gettid())
+        .expect("this thread was charged");
     assert_eq!(me.acct.hardirq_ns, 800);
     assert_eq!(me.acct.hardirq_count, 2);
     assert_eq!(
@@ -118,7 +101,7 @@ fn softirq_raised_by_the_task_itself_is_inline() {
     d.at(10_300, "irq_handler_exit", &[42]);
     d.at(10_700, "softirq_exit", &[NET_RX as u64]);
     let r = d.read();
-    let me = r.tasks.get(&gettid()).expect("charged");
+    let me = r.tasks.get(&common::gettid()).expect("charged");
     assert_eq!(me.acct.in_softirq_count, [0; 4]);
     assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 500);
     assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 0);
@@ -149,7 +132,7 @@ fn net_rx_reraise_counts_a_restart_and_keeps_provenance() {
     d.at(2_500, "softirq_exit", &[NET_RX as u64]);
 
     let r = d.read();
-    let me = r.tasks.get(&gettid()).expect("charged");
+    let me = r.tasks.get(&common::gettid()).expect("charged");
     assert_eq!(me.acct.sysvec_ns, 300 + 100);
     assert_eq!(me.acct.sysvec_count, 2);
     assert_eq!(me.acct.hardirq_ns, 0);
@@ -173,7 +156,7 @@ fn exits_without_entries_are_counted_not_charged() {
     assert_eq!(r.health.unmatched_exits, 2);
     assert!(
         r.tasks
-            .get(&gettid())
+            .get(&common::gettid())
             .is_none_or(|t| t.acct.softirq_count == [0; 10])
     );
 }
@@ -191,10 +174,10 @@ fn batches_follow_the_current_task_and_keep_start_times() {
     let other = std::thread::scope(|s| {
         s.spawn(move || {
             let shared = shared;
-            pin(0);
+            common::pin_self(0);
             // SAFETY: see `Shared`: exclusive access until join.
             let d = unsafe { &mut *shared.0 };
-            let tid = gettid();
+            let tid = common::gettid();
             d.at(100, "irq_handler_entry", &[5]);
             d.at(350, "irq_handler_exit", &[5]);
             tid
@@ -206,12 +189,13 @@ fn batches_follow_the_current_task_and_keep_start_times() {
     d.at(1_050, "irq_handler_exit", &[5]);
     let r = d.read();
     assert_eq!(r.tasks.get(&other).map(|t| t.acct.hardirq_ns), Some(250));
-    let me = r.tasks.get(&gettid()).expect("charged");
+    let me = r.tasks.get(&common::gettid()).expect("charged");
     assert_eq!(me.acct.hardirq_ns, 50);
     assert_eq!(me.tgid, std::process::id());
 
     // start_boottime, in clock ticks, is the stat field the model keys on.
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{}/stat", gettid())).expect("stat");
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{}/stat", common::gettid()))
+        .expect("stat");
     let after = stat.rsplit_once(')').expect("comm").1;
     let start_ticks: u64 = after
         .split_whitespace()
@@ -277,7 +261,7 @@ fn interruptions_are_classed_and_probed() {
     drop(probe);
 
     let r = d.read();
-    let me = r.tasks.get(&gettid()).expect("charged");
+    let me = r.tasks.get(&common::gettid()).expect("charged");
     // The device IRQ before the probe was armed counts for the task too.
     assert_eq!(me.acct.hardirq_count, 2);
     assert_eq!(me.acct.sysvec_count, 7);

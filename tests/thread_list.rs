@@ -10,26 +10,6 @@ use std::sync::mpsc;
 use nettop::sys::sysroot::Sysroot;
 use nettop::topology::{self, LoadOptions, ThreadInfo};
 
-/// This thread's TID.
-fn gettid() -> u32 {
-    // SAFETY: gettid(2) takes no arguments and cannot fail.
-    unsafe { libc::gettid() as u32 }
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) {
-    // SAFETY: cpu_set_t is plain bits; CPU_SET writes one bit below its
-    // size; sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0
-        );
-    }
-}
-
 fn ours(threads: &[ThreadInfo], pid: u32) -> Vec<(u32, String, String, bool)> {
     let mut v: Vec<_> = threads
         .iter()
@@ -61,8 +41,8 @@ fn sampler_thread_list_matches_the_proc_walk() {
     let h = std::thread::Builder::new()
         .name("nt-pinned".into())
         .spawn(move || {
-            pin(cpus - 1);
-            tid_tx.send(gettid()).unwrap();
+            common::pin_self(cpus - 1);
+            tid_tx.send(common::gettid()).unwrap();
             let _ = stop_rx.recv();
         })
         .unwrap();

@@ -82,3 +82,26 @@ pub fn fixture_copy(rel: &str) -> tempfile::TempDir {
     assert!(st.success(), "copying fixture {rel}");
     dst
 }
+
+/// The calling thread's TID.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid(2) takes no arguments and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// Pins the calling thread to `cpu` (panics if the kernel refuses: every
+/// caller needs the pinning to mean anything).
+pub fn pin_self(cpu: usize) {
+    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set; CPU_SET
+    // writes one bit below its size; sched_setaffinity reads
+    // `size_of::<cpu_set_t>()` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0,
+            "sched_setaffinity to CPU {cpu}"
+        );
+    }
+}
