@@ -13,6 +13,7 @@ fn app(w: u16, h: u16) -> App {
     let mut a = App::new(Options {
         delay: 1.0,
         threads: false,
+        cmdline: false,
         theme: Theme { color: true },
         width: w,
         height: h,
@@ -56,6 +57,7 @@ fn bench(c: &mut Criterion) {
     let mut a = App::new(Options {
         delay: 1.0,
         threads: true,
+        cmdline: false,
         theme: Theme { color: true },
         width: 200,
         height: 50,

@@ -65,6 +65,7 @@ fn tui(id: &str) -> (Vec<String>, Vec<String>) {
     let mut app = App::new(Options {
         delay: 1.0,
         threads: false,
+        cmdline: false,
         theme: Theme { color: false },
         width: w,
         height: h,

@@ -299,3 +299,30 @@ fn bpf_stats_without_sys_admin_degrades() {
     let frame: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(frame["source"], "bpf", "{frame}");
 }
+
+/// The first error is the real one: a missing recording is named before the
+/// missing terminal, `--json` alone points at `-b`, and `--serve -n 1`
+/// serves one snapshot instead of asking for a mode it then refuses.
+#[test]
+fn errors_name_the_real_problem_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such.rec");
+    let m = missing.to_str().unwrap();
+    let out = output_within(nettop().args(["--replay", m]), LIMIT, "replay missing");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no-such.rec"), "{err}");
+    assert!(!err.contains("terminal"), "{err}");
+
+    let out = output_within(nettop().args(["--json"]), LIMIT, "--json alone");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nettop -b --json"), "{err}");
+
+    let out = output_within(
+        nettop().args(["--serve", "127.0.0.1:0", "-n", "1", "--no-bpf", "-d", "0.2"]),
+        LIMIT,
+        "--serve -n 1",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -4,6 +4,8 @@
 //! column, /boot/config with the option not set, cpuN/nodeM links.
 //! "noconfig": a corrupt /proc/config.gz and no /boot config.
 
+mod common;
+
 use std::path::PathBuf;
 
 use nettop::collector::facts;
@@ -220,16 +222,8 @@ fn live_threads_get_their_own_affinity() {
     let (tx, rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let h = std::thread::spawn(move || {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() } as u32;
-        // SAFETY: cpu_set_t is plain bits; zeroed is the empty set, and
-        // CPU_SET/sched_setaffinity get a valid pointer and its size.
-        let rc = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(0, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-        };
-        assert_eq!(rc, 0);
+        let tid = common::gettid();
+        common::pin_self(0);
         tx.send(tid).unwrap();
         let _ = done_rx.recv();
     });
@@ -257,4 +251,64 @@ fn live_threads_get_their_own_affinity() {
         .expect("main thread listed");
     assert_eq!((main.uid, main.affinity.clone()), (main_uid, main_aff));
     assert!(tasks.len() > 1, "the test harness runs several threads");
+}
+
+/// The /proc path fills every row's parent (`stat` field 4) and each
+/// process row's command line: one with arguments holding spaces,
+/// parentheses and an escape (which the sample's sanitiser turns into
+/// '?'), kernel threads with an empty one that is never read.
+#[test]
+fn proc_path_reads_parents_and_command_lines() {
+    use nettop::collector::{Collector, CollectorOptions};
+    let r = root("modern");
+    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let ppids: Vec<(u32, u32)> = tasks.iter().map(|t| (t.tid, t.ppid)).collect();
+    assert_eq!(ppids, vec![(1, 0), (9, 2), (15, 2), (100, 1), (101, 1)]);
+
+    // The readers, before the sanitiser: the escape is still there.
+    let mut procs = procfs::process_totals(&r, &tasks);
+    let mut cache = procfs::CmdlineCache::default();
+    cache.fill(&r, &mut procs);
+    let weird = procs.iter().find(|p| p.tgid == 100).unwrap();
+    assert_eq!(weird.cmdline[3], "--color=\x1b[31mred");
+    assert_eq!(cache.reads(), 2, "kernel threads are not read");
+
+    // The collector's /proc path, as `--no-bpf --sysroot` runs it.
+    let mut col = Collector::new(CollectorOptions {
+        sysroot: r.clone(),
+        no_bpf: true,
+        threads: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let a = col.sample().unwrap();
+    let p = |pid: u32| a.procs.iter().find(|p| p.tgid == pid).unwrap();
+    assert_eq!(
+        p(100).cmdline,
+        [
+            "/opt/weird/bin/weird",
+            "--title",
+            "weird) name (x",
+            "--color=?[31mred"
+        ]
+    );
+    assert_eq!(p(100).ppid, 1);
+    assert_eq!(
+        (p(1).cmdline.clone(), p(1).ppid),
+        (vec!["/sbin/init".to_string(), "splash".into()], 0)
+    );
+    for ks in [9, 15] {
+        assert!(p(ks).kthread && p(ks).cmdline.is_empty());
+        assert_eq!(p(ks).ppid, 2);
+    }
+    // Thread rows: their parent, no command line (their process has it).
+    assert!(a.tasks.iter().all(|t| t.cmdline.is_empty()));
+    assert_eq!(a.tasks.iter().find(|t| t.tid == 101).unwrap().ppid, 1);
+
+    // And through the model into the frame.
+    let b = col.sample().unwrap();
+    let f = nettop::model::compute(col.host(), &a, &b);
+    let v = f.processes.iter().find(|t| t.pid == 100).unwrap();
+    assert_eq!((v.ppid, v.cmdline.len()), (1, 4));
+    assert_eq!(f.threads.iter().find(|t| t.tid == 101).unwrap().ppid, 1);
 }

@@ -62,6 +62,13 @@ fn golden_v1_stays_readable() {
         let f = nettop::model::compute(rec.host(), &samples[0], &samples[1]);
         assert_eq!(f.seq, 2);
         assert!(!f.processes.is_empty());
+        // Written before command lines were collected: none, and no error.
+        assert!(
+            samples
+                .iter()
+                .all(|s| s.tasks.iter().all(|t| t.cmdline.is_empty()))
+        );
+        assert!(f.processes.iter().all(|p| p.cmdline.is_empty()));
     }
 }
 

@@ -55,6 +55,9 @@ fn raw_samples_and_frames_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(if compressed { "r.zst" } else { "r.rec" });
         let samples = write_file(&p, compressed, 10, 50);
+        // Synthetic leaders carry command lines, so the comparisons below
+        // cover them.
+        assert!(samples[0].tasks.iter().any(|t| !t.cmdline.is_empty()));
         let rec = Recording::open(&p).unwrap();
         assert!(rec.warnings().is_empty(), "{:?}", rec.warnings());
         assert!(rec.closed_cleanly());
@@ -434,4 +437,57 @@ fn recordings_carry_the_calibration() {
         );
     }
     assert!(f.processes.iter().all(|t| t.hidden_pct == 0.0));
+}
+
+/// Command lines and parents survive a recording: written with the process
+/// rows and read back equal (an argument with spaces, non-ASCII and the
+/// cut marker intact; an escape cleaned, as every string read from a file
+/// is), and the frames replayed from the file carry them.
+#[test]
+fn command_lines_and_parents_round_trip() {
+    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let python = argv(&["/usr/bin/python3", "-c", "print('a b')", "naïve\u{2026}"]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.rec.zst");
+    let mut w = Writer::create(&p, true, false).unwrap();
+    w.write_meta(&Meta {
+        format: format::VERSION,
+        writer: "test".into(),
+        interval_s: 1.0,
+        host: synth::host(2),
+        ..Default::default()
+    })
+    .unwrap();
+    let samples: Vec<_> = (1..=3)
+        .map(|k| {
+            let mut s = synth::sample_with_cgroups(k, 12, 2, 2);
+            s.procs[0].cmdline = python.clone();
+            s.procs[0].ppid = 4321;
+            s.procs[1].cmdline = argv(&["evil\x1b[2J"]);
+            s
+        })
+        .collect();
+    for s in &samples {
+        w.write_sample(s).unwrap();
+    }
+    w.finish("count").unwrap();
+
+    let rec = Recording::open(&p).unwrap();
+    assert!(rec.warnings().is_empty(), "{:?}", rec.warnings());
+    for (i, s) in samples.iter().enumerate() {
+        let got = rec.get(i).unwrap();
+        assert_eq!(got.procs[0].cmdline, python);
+        assert_eq!(got.procs[0].ppid, 4321);
+        assert_eq!(got.procs[1].cmdline, argv(&["evil?[2J"]));
+        let mut want = s.clone();
+        want.procs[1].cmdline = argv(&["evil?[2J"]);
+        assert_eq!(got, want);
+    }
+    let f = compute(rec.host(), &rec.get(0).unwrap(), &rec.get(1).unwrap());
+    let row = f
+        .processes
+        .iter()
+        .find(|t| t.pid == samples[0].procs[0].tgid);
+    let row = row.unwrap();
+    assert_eq!((row.ppid, row.cmdline.clone()), (4321, python));
 }

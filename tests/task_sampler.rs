@@ -373,3 +373,89 @@ fn proc_path_process_totals_include_exited_threads() {
         p.top_pct
     );
 }
+
+/// Waits until process `pid` is called `comm` and has its arguments: the
+/// kernel renames a process in exec a moment before it sets them up (the
+/// collector reads an empty command line again, the cache's unit test
+/// checks that; this test wants the steady state).
+fn wait_for_exec(pid: u32, comm: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let done = || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+            && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|a| !a.is_empty())
+    };
+    while !done() {
+        assert!(Instant::now() < deadline, "{pid} never became {comm}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A child started with arguments shows them, and this process as its
+/// parent, in the collector's process rows and in the frame; after it
+/// execs another program (same PID and start time, a new name) the next
+/// sample shows the new program's arguments, not the cached ones.
+fn command_line_and_parent_of_a_child(col: &mut Collector, path: &str) {
+    use std::io::Write;
+    let me = std::process::id();
+    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let mut child = Command::new("sh")
+        .args(["-c", "read x; exec sleep 30", "nettop-marker-arg"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _kill = Kill(vec![child]);
+    wait_for_exec(pid, "sh");
+    let a = col.sample().expect("sample");
+    let source = a.health.as_ref().map_or("", |h| h.task_source.as_str());
+    assert!(source.starts_with(path), "{path}: tasks from {source:?}");
+    let row = |s: &RawSample| s.procs.iter().find(|p| p.tgid == pid).cloned();
+    let p = row(&a).expect("child listed");
+    assert_eq!(
+        p.cmdline,
+        argv(&["sh", "-c", "read x; exec sleep 30", "nettop-marker-arg"]),
+        "{path}"
+    );
+    assert_eq!(p.ppid, me, "{path}");
+
+    writeln!(stdin, "go").expect("write");
+    wait_for_exec(pid, "sleep");
+    let b = col.sample().expect("sample");
+    let p = row(&b).expect("child listed after exec");
+    assert_eq!(p.cmdline, argv(&["sleep", "30"]), "{path}: exec re-reads");
+    assert_eq!(p.ppid, me, "{path}");
+    let f = nettop::model::compute(col.host(), &a, &b);
+    let v = f
+        .processes
+        .iter()
+        .find(|t| t.pid == pid)
+        .expect("child in the frame");
+    assert_eq!((v.ppid, v.cmdline.clone()), (me, argv(&["sleep", "30"])));
+    // This process is in the frame with its own whole argv.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mine = f.processes.iter().find(|t| t.pid == me).expect("me");
+    assert_eq!(mine.cmdline, args, "{path}");
+}
+
+#[test]
+fn children_show_their_command_line_and_parent() {
+    let Some(mut col) = collector() else {
+        return;
+    };
+    col.set_threads(false);
+    command_line_and_parent_of_a_child(&mut col, "iter/task");
+}
+
+/// The same through the /proc path (without BPF: no root needed).
+#[test]
+fn proc_path_children_show_their_command_line_and_parent() {
+    let mut col = Collector::new(CollectorOptions {
+        no_bpf: true,
+        ..Default::default()
+    })
+    .expect("collector");
+    command_line_and_parent_of_a_child(&mut col, "");
+}

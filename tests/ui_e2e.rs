@@ -390,3 +390,28 @@ fn replay_steps_plays_and_quits() {
     t.keys(&["q"]);
     t.assert_restored(0);
 }
+
+/// `-c` shows a process's arguments in COMMAND; `c` goes back to names.
+#[test]
+fn command_line_flag_and_key() {
+    /// The marker process, killed and reaped whatever happens.
+    struct Marker(std::process::Child);
+    impl Drop for Marker {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Marker(Command::new("sleep").arg("4242.5").spawn().expect("sleep"));
+    let cmd = format!("{BIN} --no-bpf -c -p {}", child.0.id());
+    let Some(t) = Tmux::start("cmdline", &cmd, 140, 20) else {
+        return common::skip("command_line_flag_and_key", "tmux not installed");
+    };
+    t.wait_text("sleep 4242.5");
+    t.keys(&["c"]);
+    t.wait_for("names again", |s| {
+        s.contains("COMMAND: names") && !s.contains("sleep 4242.5")
+    });
+    t.keys(&["q"]);
+    t.assert_restored(0);
+}

@@ -18,6 +18,7 @@ fn app(w: u16, h: u16, color: bool) -> App {
     let mut a = App::new(Options {
         delay: 1.0,
         threads: false,
+        cmdline: false,
         theme: Theme { color },
         width: w,
         height: h,
@@ -85,13 +86,13 @@ fn processes_busy_host_80_columns_drops_low_priority_columns() {
     snap!("ui_processes_busy_80x24", s);
 }
 
-/// `c`: the Processes view grouped by cgroup, the most robbed first; Enter
+/// `C`: the Processes view grouped by cgroup, the most robbed first; Enter
 /// opens a group onto its processes, `R` puts the least robbed first.
 #[test]
 fn containers_grouped_by_cgroup_expand_and_reverse() {
     let mut a = app(160, 20, true);
     a.push_frame(fixtures::busy_host_in_cgroups());
-    press(&mut a, KeyCode::Char('c'));
+    press(&mut a, KeyCode::Char('C'));
     let s = screen(&a, 160, 20);
     let first = s
         .lines()
@@ -120,7 +121,7 @@ fn containers_grouped_by_cgroup_expand_and_reverse() {
     let first = s.lines().find(|l| l.contains('▸')).unwrap();
     assert!(!first.contains("docker:"), "{s}");
     // And back to the task table.
-    press(&mut a, KeyCode::Char('c'));
+    press(&mut a, KeyCode::Char('C'));
     assert!(screen(&a, 160, 20).contains("COMMAND"));
 }
 
@@ -507,4 +508,38 @@ fn net_rx_cells_are_highlighted() {
         .position(|l| find(l, "postgres").is_some())
         .unwrap() as u16;
     assert!((hx..hx + 7).all(|x| buf[(x, y2)].fg != Color::Magenta));
+}
+
+/// `c`: COMMAND shows each process's full command line, cut to the screen
+/// with a marker; kernel threads and processes without one keep their name.
+#[test]
+fn command_lines_on_c() {
+    let mut a = app(200, 16, false);
+    let mut f = fixtures::busy_host();
+    for p in f.processes.iter_mut().filter(|p| p.comm == "nginx") {
+        p.cmdline = vec![
+            "nginx:".into(),
+            "worker".into(),
+            "process".into(),
+            format!("--conf=/etc/nginx/sites/{}.conf", p.pid),
+            "--a-very-long-argument-that-does-not-fit-on-the-screen".into(),
+        ];
+    }
+    a.push_frame(f);
+    let names = screen(&a, 200, 16);
+    assert!(!names.contains("worker process"), "{names}");
+    press(&mut a, KeyCode::Char('c'));
+    let lines = screen(&a, 200, 16);
+    assert!(
+        lines.contains("nginx: worker process --conf=/etc/nginx/sites/6003.conf"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains('…'),
+        "a cut command line has a marker: {lines}"
+    );
+    snap!("ui_command_lines", lines);
+    press(&mut a, KeyCode::Char('c'));
+    let back = screen(&a, 200, 16);
+    assert!(!back.contains("worker process"), "{back}");
 }

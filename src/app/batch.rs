@@ -5,7 +5,6 @@
 //! `grep`/`jq` sees every frame as soon as it is computed; a closed pipe
 //! (`nettop -b | head`) ends the run quietly with status 0, like top.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -18,9 +17,8 @@ use crate::app::options;
 use crate::model::frame::Frame;
 use crate::record::{WarningKind, walk};
 use crate::sample::HostInfo;
-use crate::sys::sysroot::Sysroot;
 use crate::sys::ticker::{Ticker, Wake};
-use crate::sys::users::read_users;
+use crate::sys::users::UserNames;
 
 use crate::output::json::render_json;
 use crate::output::text::{TextOptions, render_frame};
@@ -32,6 +30,9 @@ struct Sink<W: Write> {
     group_cgroup: bool,
     pids: Vec<u32>,
     text: TextOptions,
+    /// Names the text frames' UIDs (into `text.users`) as they appear;
+    /// `None` leaves them numbers.
+    names: Option<UserNames>,
     frames: u64,
 }
 
@@ -42,7 +43,7 @@ enum Emit {
 }
 
 impl<W: Write> Sink<W> {
-    fn new(out: W, cli: &Cli, host: &HostInfo, users: HashMap<u32, String>) -> Self {
+    fn new(out: W, cli: &Cli, host: &HostInfo, names: Option<UserNames>) -> Self {
         Self {
             out,
             json: cli.json,
@@ -52,10 +53,12 @@ impl<W: Write> Sink<W> {
                 threads: cli.threads,
                 pids: cli.pids.clone(),
                 max_rows: cli.rows,
-                users,
+                users: Default::default(),
                 regime_source: host.regime_source.clone(),
                 group_cgroup: cli.group == Some(crate::app::cli::Group::Cgroup),
+                cmdline: cli.command_line,
             },
+            names,
             frames: 0,
         }
     }
@@ -67,6 +70,11 @@ impl<W: Write> Sink<W> {
         } else if self.json {
             render_json(frame, &self.pids).context("serialising a frame to JSON")?
         } else {
+            // JSON has UIDs only, so only text looks names up.
+            if let Some(names) = self.names.as_mut() {
+                let uids = frame.processes.iter().chain(&frame.threads).map(|t| t.uid);
+                self.text.users.extend(names.resolve_new(uids));
+            }
             let mut s = render_frame(frame, &self.text);
             // Blank line between frames, as `top -b` separates them.
             if self.frames > 0 {
@@ -91,14 +99,14 @@ impl<W: Write> Sink<W> {
 }
 
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
-    let users = read_users(&options::sysroot(cli));
+    let names = UserNames::new(&options::sysroot(cli));
     let mut live = LiveFrames::open(cli)?;
     let host = live.host().clone();
     // SIGINT/SIGTERM/SIGHUP end the run between frames so the collector is
     // dropped (BPF detached, stats setting restored).
     let stop = crate::sys::signals::stop_flag()?;
     let stdout = io::stdout();
-    let mut sink = Sink::new(stdout.lock(), cli, &host, users);
+    let mut sink = Sink::new(stdout.lock(), cli, &host, Some(names));
 
     let mut ticker = Ticker::new(options::interval(cli));
     while cli.iterations.is_none_or(|n| sink.frames < n) {
@@ -132,16 +140,18 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             rec.len()
         );
     }
+    let span = options::replay_window(cli, &rec)?;
     let host = rec.host().clone();
-    // Names from this machine: the recording does not carry /etc/passwd.
-    let users = read_users(&Sysroot::default());
+    // The recording carries UIDs only: names from this machine, if it is
+    // the one that recorded.
+    let names = crate::sys::users::for_recording(&host.hostname);
     let stdout = io::stdout();
-    let mut sink = Sink::new(stdout.lock(), cli, &host, users);
+    let mut sink = Sink::new(stdout.lock(), cli, &host, names);
     let limit = cli.iterations.unwrap_or(u64::MAX);
     if limit > 0 {
-        let walked = walk::frames(
+        let walked = walk::frames_in(
             &rec,
-            0,
+            span,
             |_, frame| {
                 Ok(match sink.emit(&frame)? {
                     Emit::Closed => ControlFlow::Break(()),
@@ -182,7 +192,7 @@ mod tests {
             json: true,
             ..Default::default()
         };
-        let mut s = Sink::new(Closed, &cli, &HostInfo::default(), HashMap::new());
+        let mut s = Sink::new(Closed, &cli, &HostInfo::default(), None);
         assert!(matches!(s.emit(&Frame::default()).unwrap(), Emit::Closed));
     }
 }

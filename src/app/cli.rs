@@ -21,9 +21,8 @@ use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
     long_about = "nettop splits every task's CPU time into its own work and the hardirq/softirq \
 work (NET_RX above all) the kernel ran in its context and charged to it. Interactive by default; \
 -b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity.",
-    group(ArgGroup::new("counted").args(["batch", "record"]).multiple(true)),
+    group(ArgGroup::new("counted").args(["batch", "record", "serve"]).multiple(true)),
     group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "sysroot"]).multiple(true)),
-    group(ArgGroup::new("prints_json").args(["batch", "calibrate"]).multiple(true)),
 )]
 pub struct Cli {
     /// Batch mode: print text frames like `top -b` instead of the TUI.
@@ -31,7 +30,8 @@ pub struct Cli {
           conflicts_with_all = ["record", "serve", "pinning_check", "export"])]
     pub batch: bool,
 
-    /// Number of frames to print (batch) or snapshots to take (record) before exiting.
+    /// Number of frames to print (batch) or snapshots to take (record,
+    /// serve) before exiting.
     #[arg(short = 'n', long = "iterations", value_name = "N", requires = "counted",
           value_parser = parse_iterations)]
     pub iterations: Option<u64>,
@@ -51,13 +51,18 @@ pub struct Cli {
     )]
     pub pids: Vec<u32>,
 
+    /// COMMAND shows the full command line instead of the name, as `top -c`
+    /// (the TUI's `c` toggles it).
+    #[arg(short = 'c', long = "command-line", conflicts_with = "pinning_check")]
+    pub command_line: bool,
+
     /// Show threads instead of processes.
     #[arg(short = 'H', long = "threads", conflicts_with = "pinning_check")]
     pub threads: bool,
 
     /// Print one JSON object per frame (batch mode), or the calibration
     /// table as JSON (--calibrate).
-    #[arg(long = "json", requires = "prints_json",
+    #[arg(long = "json",
           conflicts_with_all = ["record", "serve", "pinning_check", "export"])]
     pub json: bool,
 
@@ -158,6 +163,22 @@ pub struct Cli {
     #[arg(long = "replay", value_name = "FILE", conflicts_with_all = ["serve", "live_only"])]
     pub replay: Option<PathBuf>,
 
+    /// Replay or export from this point of the recording on: HH:MM[:SS]
+    /// (UTC; the first such time after the recording starts), +D after its
+    /// start, -D before its end, or a date (2026-11-25T12:00:00Z). The
+    /// syntax of the replay T prompt.
+    #[arg(long = "begin", value_name = "TIME", requires = "replay",
+          value_parser = parse_time_arg, allow_hyphen_values = true,
+          conflicts_with = "pinning_check")]
+    pub begin: Option<crate::sys::units::TimeSpec>,
+
+    /// Replay or export up to this point of the recording (same syntax as
+    /// --begin; a clock time is the first such time after --begin).
+    #[arg(long = "end", value_name = "TIME", requires = "replay",
+          value_parser = parse_time_arg, allow_hyphen_values = true,
+          conflicts_with = "pinning_check")]
+    pub end: Option<crate::sys::units::TimeSpec>,
+
     /// Convert a recording (with --replay) to this format on stdout.
     #[arg(long = "export", value_enum, value_name = "FORMAT", requires = "replay",
           conflicts_with_all = ["batch", "record", "serve", "pinning_check"])]
@@ -195,6 +216,13 @@ impl Cli {
 
     /// Combinations clap's rules do not express with a useful message.
     pub fn check(&self) -> Result<(), String> {
+        // clap's own message ("required: <--batch|--calibrate>") named
+        // the rare use first; JSON frames are what --json is for.
+        if self.json && !self.batch && !self.calibrate {
+            return Err("--json prints batch frames: use `nettop -b --json` (or \
+                        `nettop --calibrate --json` for the calibration table)"
+                .into());
+        }
         Ok(())
     }
 }
@@ -258,4 +286,9 @@ fn parse_delay(s: &str) -> Result<f64, String> {
         return Err(format!("-d '{s}': at least 50ms"));
     }
     Ok(d.as_secs_f64())
+}
+
+/// `--begin`/`--end` in the one time syntax.
+fn parse_time_arg(s: &str) -> Result<crate::sys::units::TimeSpec, String> {
+    crate::sys::units::parse_time("time", s)
 }

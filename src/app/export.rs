@@ -30,14 +30,15 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
     if fmt != ExportFormat::Openmetrics && rec.len() < 2 {
         bail!("{name}: only one snapshot; a frame needs two consecutive snapshots");
     }
+    let span = options::replay_window(cli, &rec)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut warn = |s: &walk::Skip| eprintln!("nettop: warning: {s}");
     let host = rec.host().clone();
     let res = match fmt {
-        ExportFormat::Json => walk::frames(
+        ExportFormat::Json => walk::frames_in(
             &rec,
-            0,
+            span.clone(),
             |_, fr| {
                 serde_json::to_writer(&mut out, &fr)?;
                 out.write_all(b"\n")?;
@@ -47,9 +48,9 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
         ),
         ExportFormat::Csv => {
             writeln!(out, "{}", crate::export::CSV_HEADER).map_err(anyhow::Error::from)?;
-            walk::frames(
+            walk::frames_in(
                 &rec,
-                0,
+                span.clone(),
                 |_, fr| {
                     out.write_all(crate::export::csv_rows(&fr, cli.threads, cli.rows).as_bytes())?;
                     Ok(ControlFlow::Continue(()))
@@ -61,9 +62,9 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
             let mut opts = options::metrics(cli);
             opts.topology = walk::recorded_topology(&rec).map(std::sync::Arc::new);
             let mut series = crate::export::openmetrics::Series::default();
-            let walked = walk::pairs(
+            let walked = walk::pairs_in(
                 &rec,
-                0,
+                span,
                 |_, prev, cur| {
                     series.add(
                         crate::export::openmetrics::families(&host, prev, cur, &opts),

@@ -49,3 +49,15 @@ pub fn metrics(cli: &Cli) -> openmetrics::Options {
 pub fn interval(cli: &Cli) -> Duration {
     Duration::from_secs_f64(cli.delay)
 }
+
+/// The samples of a recording that `--begin`/`--end` select (all of them
+/// without either).
+pub fn replay_window(
+    cli: &Cli,
+    rec: &crate::record::Recording,
+) -> anyhow::Result<std::ops::Range<usize>> {
+    if cli.begin.is_none() && cli.end.is_none() {
+        return Ok(0..rec.len());
+    }
+    rec.window(cli.begin, cli.end)
+}

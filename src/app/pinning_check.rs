@@ -64,6 +64,10 @@ pub fn load_recorded(path: &std::path::Path) -> anyhow::Result<(HostTopology, Ev
     Ok((topo, Evidence { stolen_pct }))
 }
 
+/// Threads on the host from which the task sampler lists them instead of
+/// a /proc walk: where the two cost the same (see `run`).
+const SAMPLER_FROM_THREADS: usize = 2_000;
+
 /// `nettop --pinning-check`: 0 clean, 1 findings at/above `--fail-on`;
 /// errors propagate and main exits 2. With `--replay`, a recording (its
 /// topology and measured stolen time) or a saved topology JSON.
@@ -72,11 +76,15 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         Some(file) if crate::record::is_recording(file) => load_recorded(file)?,
         Some(file) => (pinning::load_saved(file)?, Evidence::default()),
         None => {
-            // The task sampler lists every thread with its affinity for a
-            // fraction of a /proc walk's cost (0.9 s of CPU at 30,000
-            // threads); without BPF the walk it is.
+            // Loading the task sampler costs ~35 ms of CPU (verifier, BTF);
+            // walking /proc ~25 µs per thread. On a host with many threads
+            // the sampler's list is far cheaper (0.29 s against 0.77 s of
+            // CPU at 30,000 threads, BENCHMARKS.md); without BPF, or with
+            // few threads, the walk it is.
             let mut opts = options::topology(cli);
-            opts.known_threads = crate::collector::list_threads(&opts.sysroot).ok();
+            if crate::collector::thread_count(&opts.sysroot) >= SAMPLER_FROM_THREADS {
+                opts.known_threads = crate::collector::list_threads(&opts.sysroot).ok();
+            }
             (crate::topology::load(&opts)?, Evidence::default())
         }
     };

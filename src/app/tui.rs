@@ -1,6 +1,6 @@
 //! `nettop` and `nettop --replay FILE`: the TUI ([`crate::ui`]) fed by data
 //! threads. Everything that does I/O for the TUI (collector samples,
-//! model arithmetic, recordings, /etc/passwd, topology) runs here and sends
+//! model arithmetic, recordings, user names, topology) runs here and sends
 //! finished values to the UI thread.
 
 use std::io::IsTerminal;
@@ -14,7 +14,6 @@ use crate::app::cli::Cli;
 use crate::app::live::LiveFrames;
 use crate::app::options;
 use crate::model::frame::Frame;
-use crate::sys::sysroot::Sysroot;
 use crate::sys::ticker::Ticker;
 use crate::ui::app::{App, Extras, Options, Theme};
 use crate::ui::rows::{LineKind, devices, pinning, topology};
@@ -34,7 +33,22 @@ fn topology_refresh(scan_cpu: Duration) -> Duration {
     TOPOLOGY_REFRESH.max(scan_cpu.div_f64(TOPOLOGY_CPU_SHARE))
 }
 
-use crate::sys::users::read_users;
+use crate::sys::users::UserNames;
+
+/// Every UID a frame's rows show.
+fn task_uids(f: &Frame) -> impl Iterator<Item = u32> + '_ {
+    f.processes.iter().chain(&f.threads).map(|t| t.uid)
+}
+
+/// Names for the UIDs of `f` that `names` has not met before, sent ahead
+/// of the frame so it is drawn with them. `false` when the UI has gone.
+fn send_new_users(names: Option<&mut UserNames>, f: &Frame, tx: &Sender<Msg>) -> bool {
+    let Some(names) = names else {
+        return true;
+    };
+    let new = names.resolve_new(task_uids(f));
+    new.is_empty() || tx.send(Msg::Users(new)).is_ok()
+}
 
 /// Random access to a sequence of Frames (a recording).
 pub(crate) trait FrameSource {
@@ -46,24 +60,31 @@ pub(crate) trait FrameSource {
 }
 
 /// The replay cursor: seek, step and play at `delay`, on its own thread so
-/// decoding a sample never blocks a key.
+/// decoding a sample never blocks a key. `names` (on the recording's own
+/// host only) names the UIDs of each frame shown.
 pub(crate) fn replay_loop<S: FrameSource>(
     mut src: S,
     mut delay: f64,
+    mut names: Option<UserNames>,
     rx: Receiver<Cmd>,
     tx: Sender<Msg>,
 ) {
     let len = src.len();
     let mut index = 0usize;
     let mut playing = false;
-    let send = |src: &mut S, index: usize, playing: bool| -> bool {
+    let mut send = |src: &mut S, index: usize, playing: bool| -> bool {
         let msg = match src.frame(index) {
-            Ok(f) => Msg::Replay {
-                index,
-                len,
-                playing,
-                frame: Box::new(f),
-            },
+            Ok(f) => {
+                if !send_new_users(names.as_mut(), &f, &tx) {
+                    return false;
+                }
+                Msg::Replay {
+                    index,
+                    len,
+                    playing,
+                    frame: Box::new(f),
+                }
+            }
             Err(e) => Msg::Warn(format!("sample {index}: {e:#}")),
         };
         tx.send(msg).is_ok()
@@ -301,7 +322,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
             }
         };
         let _ = ready_tx.send(Ok(()));
-        let _ = data_tx.send(Msg::Users(read_users(&sysroot).into_iter().collect()));
+        let mut names = UserNames::new(&sysroot);
         // The same skipping ticker as batch and record mode: after a stall
         // (SIGSTOP, a suspended VM) one long frame, not a burst. The first
         // interval (and the first after a new baseline) is short so the
@@ -353,7 +374,9 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
                     g.want_threads = false;
                 }
             }
-            if data_tx.send(Msg::Frame(Box::new(frame))).is_err() {
+            if !send_new_users(Some(&mut names), &frame, &data_tx)
+                || data_tx.send(Msg::Frame(Box::new(frame))).is_err()
+            {
                 return;
             }
         }
@@ -370,27 +393,37 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
 
 /// Frames of a recording: frame `i` ends at sample `i + 1`, computed by
 /// [`crate::record::walk`]'s policy (so `-b` and `--export` show the same).
-struct RecordingFrames(crate::record::Recording);
+/// Only the samples of `span` (`--begin`/`--end`): frame `i` ends at
+/// sample `span.start + i + 1`.
+struct RecordingFrames {
+    rec: crate::record::Recording,
+    span: std::ops::Range<usize>,
+}
 
 impl FrameSource for RecordingFrames {
     fn len(&self) -> usize {
-        self.0.len().saturating_sub(1)
+        self.span.len().saturating_sub(1)
     }
     fn frame(&mut self, i: usize) -> anyhow::Result<Frame> {
-        crate::record::walk::frame_ending_at(&self.0, i + 1)
+        crate::record::walk::frame_ending_at(&self.rec, self.span.start + i + 1)
     }
     fn index_at(&self, unix_ms: u64) -> Option<usize> {
-        // Frame i ends at sample i + 1.
-        Some(self.0.index_at(unix_ms).unwrap_or(0).saturating_sub(1))
+        let last = self.span.end.saturating_sub(1).max(self.span.start);
+        let k = self
+            .rec
+            .index_at(unix_ms)
+            .unwrap_or(0)
+            .clamp(self.span.start, last);
+        Some((k - self.span.start).saturating_sub(1))
     }
 }
 
-fn local_hostname() -> Option<String> {
-    Sysroot::default().read_opt("/proc/sys/kernel/hostname")
-}
-
-/// Opens a recording for the replay cursor.
-fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<Channels> {
+/// Opens a recording and its `--begin`/`--end` window: every problem with
+/// the file is said before anything about the terminal.
+fn open_replay(
+    cli: &Cli,
+    file: &Path,
+) -> anyhow::Result<(crate::record::Recording, std::ops::Range<usize>)> {
     let rec = crate::record::Recording::open(file)?;
     if rec.len() < 2 {
         anyhow::bail!(
@@ -399,16 +432,21 @@ fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<Channels> {
             rec.len()
         );
     }
-    // User names are only meaningful on the host that recorded.
-    let same_host = local_hostname().is_some_and(|h| h == rec.host().hostname);
+    let span = options::replay_window(cli, &rec)?;
+    Ok((rec, span))
+}
+
+/// Starts the replay cursor over an opened recording.
+fn start_replay(
+    cli: &Cli,
+    file: &Path,
+    rec: crate::record::Recording,
+    span: std::ops::Range<usize>,
+) -> anyhow::Result<Channels> {
+    let names = crate::sys::users::for_recording(&rec.host().hostname);
     let warnings: Vec<String> = rec.warnings().iter().map(|w| w.message.clone()).collect();
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
-    if same_host {
-        let _ = tx.send(Msg::Users(
-            read_users(&Sysroot::default()).into_iter().collect(),
-        ));
-    }
     if let Some(w) = warnings.first() {
         let _ = tx.send(Msg::Warn(format!("{}: {w}", file.display())));
     }
@@ -433,7 +471,7 @@ fn start_replay(cli: &Cli, file: &Path) -> anyhow::Result<Channels> {
     });
     let delay = cli.delay;
     let warn = tx.clone();
-    std::thread::spawn(move || replay_loop(RecordingFrames(rec), delay, crx, tx));
+    std::thread::spawn(move || replay_loop(RecordingFrames { rec, span }, delay, names, crx, tx));
     Ok((rx, ctx, warn))
 }
 
@@ -451,6 +489,7 @@ fn ui_options(cli: &Cli) -> Options {
     Options {
         delay: cli.delay,
         threads: cli.threads,
+        cmdline: cli.command_line,
         theme: Theme::from_env(),
         width,
         height,
@@ -481,8 +520,9 @@ pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
 
 /// `nettop --replay FILE`: a recording in the TUI.
 pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
+    let (rec, span) = open_replay(cli, file)?;
     check_tty()?;
-    let (rx, tx, warn) = start_replay(cli, file)?;
+    let (rx, tx, warn) = start_replay(cli, file, rec, span)?;
     run_ui(cli, rx, tx, warn)
 }
 
@@ -537,7 +577,7 @@ mod tests {
         let frames: Vec<Frame> = (0..4).map(fixtures::busy_host_at).collect();
         let (ctx, crx) = mpsc::channel();
         let (tx, rx) = mpsc::channel();
-        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, crx, tx));
+        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, None, crx, tx));
         let t = Duration::from_secs(5);
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
         ctx.send(Cmd::Seek(2)).unwrap();
@@ -555,6 +595,37 @@ mod tests {
         h.join().unwrap();
     }
 
+    /// Names go out ahead of the first frame that shows their UIDs, and
+    /// only once.
+    #[test]
+    fn replay_sends_each_name_once_before_its_frame() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("etc")).unwrap();
+        std::fs::write(
+            d.path().join("etc/passwd"),
+            "root:x:0:0::/:/\nalice:x:1000:1000::/:/\n",
+        )
+        .unwrap();
+        let names = UserNames::new(&crate::sys::sysroot::Sysroot::new(d.path()));
+        let frames: Vec<Frame> = (0..3).map(fixtures::busy_host_at).collect();
+        let (ctx, crx) = mpsc::channel();
+        let (tx, rx) = mpsc::channel();
+        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, Some(names), crx, tx));
+        let t = Duration::from_secs(5);
+        match rx.recv_timeout(t).unwrap() {
+            Msg::Users(mut u) => {
+                u.sort();
+                assert_eq!(u, vec![(0, "root".into()), (1000, "alice".into())]);
+            }
+            _ => panic!("expected names before the first frame"),
+        }
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        ctx.send(Cmd::Seek(2)).unwrap();
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, false));
+        ctx.send(Cmd::Quit).unwrap();
+        h.join().unwrap();
+    }
+
     #[test]
     fn replay_cursor_jumps_to_a_time() {
         let frames: Vec<Frame> = (0..4u64)
@@ -566,7 +637,7 @@ mod tests {
             .collect();
         let (tx, rx) = mpsc::channel();
         let (ctx, crx) = mpsc::channel();
-        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, crx, tx));
+        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, None, crx, tx));
         let t = Duration::from_secs(5);
         assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
         // Between two frames: the one ending before.

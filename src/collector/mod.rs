@@ -53,6 +53,8 @@ pub struct Collector {
     netns: netdev::OtherNamespaces,
     /// cgroup ids → paths and cpusets, learnt once and kept.
     cgroups: cgroups::CgroupResolver,
+    /// Each process's command line, read once and kept (both task paths).
+    cmdlines: procfs::CmdlineCache,
 }
 
 impl Collector {
@@ -105,6 +107,7 @@ impl Collector {
             map_full_seen: 0,
             netns: netdev::OtherNamespaces::default(),
             cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
+            cmdlines: procfs::CmdlineCache::default(),
             opts,
         })
     }
@@ -268,6 +271,9 @@ impl Collector {
                 tasks.clear();
             }
         }
+        // Process rows of either path: the sampler's records carry no
+        // command line, and the /proc walk reads only per-task files.
+        self.cmdlines.fill(root, &mut procs);
         let cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
         self.seq += 1;
         let mut sample = RawSample {
@@ -338,7 +344,7 @@ fn task_map_size(threads_now: usize) -> u32 {
 }
 
 /// Threads on the host now, from /proc/loadavg ("1/2345"): one small read.
-fn thread_count(root: &Sysroot) -> usize {
+pub fn thread_count(root: &Sysroot) -> usize {
     root.read_opt("/proc/loadavg")
         .and_then(|s| {
             let field = s.split_ascii_whitespace().nth(3)?;

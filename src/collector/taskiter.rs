@@ -221,6 +221,9 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
                 ppid: r.ppid,
                 nr_threads: 0,
                 cgroup_id: r.cgroup_id,
+                // Per process: the collector fills process rows (`procs`)
+                // from its command-line cache; thread rows stay empty.
+                cmdline: Vec::new(),
             });
         }
     }

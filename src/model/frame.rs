@@ -16,9 +16,21 @@ pub struct TaskView {
     pub pid: u32,
     /// Thread ID for thread rows; equal to `pid` for process rows.
     pub tid: u32,
+    /// Parent process ID (`RawTask::ppid`; a thread row has its process's
+    /// parent): the edge of the process tree. 0 for init and kthreadd, and
+    /// in frames from older recordings, which never collected it.
+    #[serde(default)]
+    pub ppid: u32,
     /// `true` for a process row (all threads summed).
     pub is_process: bool,
     pub comm: String,
+    /// The command line, one string per argument (`RawTask::cmdline`): on
+    /// process rows; empty on thread rows (each process's row carries it
+    /// once, however many threads it has), on kernel threads and in frames
+    /// from older recordings. A command line longer than the collector
+    /// reads ends in `sample::CMDLINE_CUT`.
+    #[serde(default)]
+    pub cmdline: Vec<String>,
     pub uid: u32,
     pub state: char,
     pub nr_threads: u32,

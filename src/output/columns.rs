@@ -76,6 +76,9 @@ pub struct RowCtx<'a> {
     pub cpu_node: &'a [Option<u32>],
     /// The frame's interrupt figures were traced (BPF), not estimated.
     pub traced: bool,
+    /// COMMAND shows the full command line (`-c`, the TUI's `c`), not the
+    /// 15-character name.
+    pub cmdline: bool,
 }
 
 impl RowCtx<'_> {
@@ -185,7 +188,7 @@ impl ProcColumn {
             P::Cpu => "CPU it last ran on",
             P::Node => "NUMA node of its last CPU",
             P::Affinity => "CPUs it may run on",
-            P::Command => "command name ([kernel thread])",
+            P::Command => "command name ([kernel thread]); c: command line",
         }
     }
 
@@ -262,6 +265,9 @@ impl ProcColumn {
             P::Node => cx.node(t.last_cpu).map_or("-".into(), |n| n.to_string()),
             P::Affinity => t.affinity.clone(),
             P::Command if t.kthread => format!("[{}]", t.comm),
+            // As top -c: the arguments when there are any (a zombie or a
+            // process whose argv is gone shows its name).
+            P::Command if cx.cmdline && !t.cmdline.is_empty() => t.cmdline.join(" "),
             P::Command => t.comm.clone(),
             P::Top | P::OnCpu | P::True => fmt_pct(self.value(t).unwrap_or(0.0)),
             P::IrqRate => fmt_rate(t.interrupts_per_s),

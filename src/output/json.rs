@@ -1,7 +1,10 @@
 //! `--json`: one JSON object per frame, one line each, so a stream can be
 //! consumed with `jq -c` or line by line. The object is the [`Frame`] itself
 //! (the same contract every front end renders), with task rows restricted to
-//! the `-p` processes when given.
+//! the `-p` processes when given. Task rows carry `ppid`, and process rows
+//! `cmdline` (the arguments as a list, never joined: an argument may hold
+//! spaces), so a consumer can rebuild the process forest and show what
+//! `top -c` shows without reading /proc itself.
 
 use crate::model::frame::Frame;
 

@@ -24,6 +24,8 @@ pub struct TextOptions {
     pub regime_source: String,
     /// `--group cgroup`: one row per cgroup instead of per task.
     pub group_cgroup: bool,
+    /// `-c`: COMMAND is the full command line, as `top -b -c` prints it.
+    pub cmdline: bool,
 }
 
 /// "2026-11-22 08:40:01Z" from milliseconds since the epoch, without a
@@ -265,6 +267,7 @@ pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
         users: &o.users,
         cpu_node: &[],
         traced: true,
+        cmdline: o.cmdline,
     };
     let by = |c: ProcColumn, a: &TaskView, b: &TaskView| c.compare(a, b, &cx);
     rows.sort_by(|a, b| {
@@ -286,6 +289,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
         users: &o.users,
         cpu_node: &cpu_node,
         traced: columns::traced(f),
+        cmdline: o.cmdline,
     };
     let cells = |out: &mut String, text: &dyn Fn(ProcColumn) -> String| {
         let mut line = String::new();

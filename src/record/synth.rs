@@ -82,6 +82,10 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
             let tgid = 1000 + (i / 4) as u32 * 4;
             let tid = 1000 + i as u32;
             let busy = if i.is_multiple_of(7) { 5 } else { 0 };
+            let kthread = i.is_multiple_of(11);
+            // A small forest: every third process starts a chain of three.
+            let nth = (tgid - 1000) / 4;
+            let ppid = if nth.is_multiple_of(3) { 1 } else { tgid - 4 };
             RawTask {
                 tgid,
                 tid,
@@ -95,8 +99,24 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 run_delay_ns: k * 3_000_000,
                 last_cpu: (i % u64::from(ncpus.max(1))) as u32,
                 affinity: format!("0-{}", ncpus.saturating_sub(1)),
-                kthread: i.is_multiple_of(11),
+                kthread,
                 irq: (busy > 0).then(|| irq(k, 1 + i % 3)),
+                ppid,
+                // Leaders only, as collected (process rows take the
+                // leader's). Real kernel threads have none; synth's
+                // `kthread` rows are arbitrary variety (multi-threaded,
+                // named like workers), and the smallest samples' only
+                // leader is one, so they get one too: every string field
+                // is then filled for the sanitiser's test.
+                cmdline: if tid == tgid {
+                    vec![
+                        format!("/usr/bin/worker-{}", i % 13),
+                        "--queue".into(),
+                        format!("{}", nth % 8),
+                    ]
+                } else {
+                    Vec::new()
+                },
                 ..Default::default()
             }
         })

@@ -30,7 +30,7 @@
 //! computes the same frame for random access (the TUI's seek), and the
 //! tests check that both agree.
 
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 
 use super::Recording;
 use crate::model::frame::Frame;
@@ -95,13 +95,23 @@ pub struct Walked {
 pub fn pairs(
     rec: &Recording,
     from: usize,
+    f: impl FnMut(usize, Option<&RawSample>, &RawSample) -> anyhow::Result<ControlFlow<()>>,
+    note: &mut dyn FnMut(&Skip),
+) -> anyhow::Result<Walked> {
+    pairs_in(rec, from..rec.len(), f, note)
+}
+
+/// [`pairs`] over the samples of `span` only (a replay window).
+pub fn pairs_in(
+    rec: &Recording,
+    span: Range<usize>,
     mut f: impl FnMut(usize, Option<&RawSample>, &RawSample) -> anyhow::Result<ControlFlow<()>>,
     note: &mut dyn FnMut(&Skip),
 ) -> anyhow::Result<Walked> {
     let mut w = Walked::default();
     let mut prev: Option<RawSample> = None;
     let mut unreadable = 0usize;
-    for index in from..rec.len() {
+    for index in span.start..span.end.min(rec.len()) {
         let cur = match rec.get(index) {
             Ok(s) => s,
             Err(e) => {
@@ -145,14 +155,24 @@ pub fn pairs(
 pub fn frames(
     rec: &Recording,
     from: usize,
+    f: impl FnMut(usize, Frame) -> anyhow::Result<ControlFlow<()>>,
+    note: &mut dyn FnMut(&Skip),
+) -> anyhow::Result<Walked> {
+    frames_in(rec, from..rec.len(), f, note)
+}
+
+/// [`frames`] over the samples of `span` only (a replay window).
+pub fn frames_in(
+    rec: &Recording,
+    span: Range<usize>,
     mut f: impl FnMut(usize, Frame) -> anyhow::Result<ControlFlow<()>>,
     note: &mut dyn FnMut(&Skip),
 ) -> anyhow::Result<Walked> {
     let host = rec.host().clone();
     let topo = recorded_topology(rec);
-    pairs(
+    pairs_in(
         rec,
-        from,
+        span,
         |i, prev, cur| match prev {
             Some(p) => {
                 let mut frame = crate::model::compute(&host, p, cur);

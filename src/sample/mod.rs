@@ -150,9 +150,21 @@ pub struct RawTask {
     /// BPF counters for this task, when the collector runs and the start
     /// time matched (a reused TID never inherits a dead task's counters).
     pub irq: Option<IrqAcct>,
-    /// Parent process (0 when unknown, e.g. older recordings).
+    /// Parent process (`stat` field 4, the kernel's `real_parent`; a
+    /// thread's is its process's): what a process tree is built from. 0
+    /// for init and kthreadd, and when unknown (older recordings).
     #[serde(default)]
     pub ppid: u32,
+    /// The process's command line (`/proc/PID/cmdline`), one string per
+    /// argument, as `ps`/`top -c` show it. Process rows only
+    /// ([`RawSample::procs`]): thread rows leave it empty (their process
+    /// row has it), and so do kernel threads, zombies and older
+    /// recordings. The collector reads at most 4 KiB per process (top's
+    /// default); a longer command line is cut there and its last argument
+    /// ends in [`CMDLINE_CUT`]. Skipped when empty, so samples without it
+    /// cost nothing and older recordings read as "unknown".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cmdline: Vec<String>,
     /// 0 for a thread row. For a process-total row (`RawSample::procs`):
     /// the group's thread count.
     #[serde(default)]
@@ -165,6 +177,11 @@ pub struct RawTask {
     #[serde(default)]
     pub cgroup_id: u64,
 }
+
+/// Ends the last argument of a command line that was longer than the
+/// collector reads (`RawTask::cmdline`): the next argument, or the rest of
+/// this one, is missing.
+pub const CMDLINE_CUT: &str = "\u{2026}";
 
 /// Bit 63 marks a cgroup key derived from a path, never a kernel id
 /// (kernfs ids are inode numbers, far below 2^63).
@@ -462,11 +479,12 @@ impl RawSample {
     /// One row per process: the kernel's per-process totals when the sample
     /// has them (they include threads that exited, as /proc/PID/stat does;
     /// every sample this nettop takes has them), else each process's threads
-    /// summed, with identity (comm, state, CPU, cgroup) from its leader, or
-    /// from its first thread when the leader is not listed: cumulative
-    /// counters per process, as exporters publish them. (The model sums
-    /// its threads' interval figures instead, `model::compute`: without BPF
-    /// each thread's interrupt estimate depends on the CPU it ran on.)
+    /// summed, with identity (comm, command line, parent, state, CPU,
+    /// cgroup) from its leader, or from its first thread when the leader is
+    /// not listed: cumulative counters per process, as exporters publish
+    /// them. (The model sums its threads' interval figures instead,
+    /// `model::compute`: without BPF each thread's interrupt estimate
+    /// depends on the CPU it ran on.)
     pub fn process_rows(&self) -> Cow<'_, [RawTask]> {
         if !self.procs.is_empty() || self.tasks.is_empty() {
             return Cow::Borrowed(&self.procs);
@@ -530,5 +548,28 @@ mod tests {
         assert_eq!(a.interruptions(), 7);
         a.hardirq_ns = u64::MAX;
         assert_eq!(a.stolen_ns(), u64::MAX, "saturates");
+    }
+
+    /// Older samples have thread rows only: the process row summed from
+    /// them names the process after its leader, command line and parent
+    /// included, even when a worker thread is listed first.
+    #[test]
+    fn process_rows_from_threads_take_the_leaders_cmdline_and_parent() {
+        let thread = |tid: u32, cmdline: &[&str]| RawTask {
+            tgid: 10,
+            tid,
+            ppid: if tid == 10 { 1 } else { 7 },
+            on_cpu_ns: 5,
+            cmdline: cmdline.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let s = RawSample {
+            tasks: vec![thread(11, &[]), thread(10, &["nginx", "-g", "daemon off;"])],
+            ..Default::default()
+        };
+        let rows = s.process_rows();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].cmdline, ["nginx", "-g", "daemon off;"]);
+        assert_eq!((rows[0].ppid, rows[0].on_cpu_ns), (1, 10));
     }
 }

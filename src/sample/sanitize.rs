@@ -1,6 +1,7 @@
 //! The sample schema's strings come from other users and drivers (task
-//! names, device names, cgroup paths): cleaned where a sample or host facts
-//! enter nettop, before any front end or recording sees them.
+//! names, command lines, device names, cgroup paths): cleaned where a
+//! sample or host facts enter nettop, before any front end or recording
+//! sees them.
 
 use super::{HostInfo, RawSample};
 use crate::sys::sanitize::{REPLACEMENT, Untrusted, clean_string, is_unsafe, sanitize_via_json};
@@ -27,6 +28,10 @@ impl Untrusted for RawSample {
         for t in self.tasks.iter_mut().chain(self.procs.iter_mut()) {
             clean_string(&mut t.comm);
             clean_string(&mut t.affinity);
+            // Arguments are anyone's bytes (`exec -a`, setproctitle).
+            for a in &mut t.cmdline {
+                clean_string(a);
+            }
             if is_unsafe(t.state) {
                 t.state = REPLACEMENT;
             }

@@ -61,6 +61,84 @@ pub fn parse_offset(what: &str, s: &str, max: Duration) -> Result<(bool, Duratio
     parse_duration(what, body, max).map(|d| (fwd, d))
 }
 
+/// A point in a recording, in the one time syntax of the replay `T` prompt
+/// and `--begin`/`--end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSpec {
+    /// `HH:MM[:SS]`, UTC (the header shows UTC): seconds into a day.
+    Clock(u64),
+    /// `+D` or `-D` in the one duration syntax: forward?, how far.
+    Offset(bool, Duration),
+    /// A full date and time, RFC 3339 (`2026-11-25T12:00:00Z`, or with a
+    /// space and no zone, read as UTC): unix milliseconds.
+    At(u64),
+}
+
+/// Farther than any recording reaches; longer offsets are typos.
+const TIME_MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// Parses a [`TimeSpec`]; `what` names the option or prompt in messages.
+pub fn parse_time(what: &str, s: &str) -> Result<TimeSpec, String> {
+    let s = s.trim();
+    let bad = || {
+        format!(
+            "{what} '{s}': expected HH:MM[:SS] (UTC), an offset like +30s, -10m, +1h, or a date \
+             like 2026-11-25T12:00:00Z"
+        )
+    };
+    if s.is_empty() {
+        return Err(bad());
+    }
+    if s.starts_with(['+', '-']) {
+        let (fwd, d) =
+            parse_offset(what, s, TIME_MAX).map_err(|e| format!("{e}; or HH:MM[:SS] (UTC)"))?;
+        return Ok(TimeSpec::Offset(fwd, d));
+    }
+    if s.len() > 8
+        && let Ok(t) = humantime::parse_rfc3339_weak(s)
+    {
+        let ms = t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| bad())?
+            .as_millis();
+        return Ok(TimeSpec::At(u64::try_from(ms).map_err(|_| bad())?));
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(bad());
+    }
+    let mut v = [0u64; 3];
+    for (slot, p) in v.iter_mut().zip(&parts) {
+        *slot = p.parse().map_err(|_| bad())?;
+    }
+    let [h, m, sec] = v;
+    if h > 23 || m > 59 || sec > 59 {
+        return Err(bad());
+    }
+    Ok(TimeSpec::Clock(h * 3600 + m * 60 + sec))
+}
+
+const DAY_MS: u64 = 86_400_000;
+
+impl TimeSpec {
+    /// Unix ms: a clock time on the day of `day_of`, an offset from
+    /// `base` (both unix ms).
+    pub fn resolve(self, day_of: u64, base: u64) -> u64 {
+        match self {
+            TimeSpec::Clock(secs) => day_of / DAY_MS * DAY_MS + secs * 1000,
+            TimeSpec::Offset(fwd, d) => {
+                let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                if fwd {
+                    base.saturating_add(ms)
+                } else {
+                    base.saturating_sub(ms)
+                }
+            }
+            TimeSpec::At(ms) => ms,
+        }
+    }
+}
+
 /// Parses a size: `100M`, `1GB`, `512KiB`, `1.5G` or plain bytes, within
 /// `min..=max`. Units are binary.
 pub fn parse_size(what: &str, s: &str, min: u64, max: u64) -> Result<u64, String> {

@@ -91,6 +91,8 @@ impl Theme {
 pub struct Options {
     pub delay: f64,
     pub threads: bool,
+    /// COMMAND as the full command line from the start (`-c`).
+    pub cmdline: bool,
     pub theme: Theme,
     pub width: u16,
     pub height: u16,
@@ -101,6 +103,7 @@ impl Default for Options {
         Options {
             delay: 1.0,
             threads: false,
+            cmdline: false,
             theme: Theme { color: true },
             width: 80,
             height: 24,
@@ -132,6 +135,8 @@ pub struct App {
     pub tree: bool,
     pub sort: SortKey,
     pub filter: String,
+    /// `f`: the PID the cursor stays on while rows re-sort. Without it the
+    /// cursor keeps its row ([`App::rebuild`]).
     pub follow: Option<u32>,
     pub paused: bool,
     pub delay: f64,
@@ -150,7 +155,9 @@ pub struct App {
     pub cpu_rows: CpuRows,
     pub topo_lines: Vec<(LineKind, String)>,
     pub pin_lines: Vec<(LineKind, String)>,
-    /// Processes grouped by cgroup (`c`), with these groups expanded.
+    /// COMMAND shows full command lines (`c`, as in top).
+    pub cmdline: bool,
+    /// Processes grouped by cgroup (`C`), with these groups expanded.
     pub group_cgroup: bool,
     pub expanded: std::collections::HashSet<u64>,
     pub cg_rows: Vec<CgRow>,
@@ -167,6 +174,7 @@ impl App {
             users: HashMap::new(),
             extras: Extras::default(),
             threads: opts.threads,
+            cmdline: opts.cmdline,
             tree: false,
             sort: SortKey {
                 column: ProcColumn::Top,
@@ -273,6 +281,15 @@ impl App {
         self.task(row.src)
     }
 
+    /// The row of the followed PID: its process row, or in the thread
+    /// list its main thread.
+    fn followed_row(&self, pid: u32) -> Option<usize> {
+        self.rows.iter().position(|r| {
+            self.task(r.src)
+                .is_some_and(|t| t.pid == pid && (t.is_process || t.tid == pid))
+        })
+    }
+
     pub fn task(&self, src: Src) -> Option<&TaskView> {
         let f = self.frame.as_ref()?;
         match src {
@@ -287,6 +304,7 @@ impl App {
             users: &self.users,
             cpu_node: &self.cpu_rows.node,
             traced: self.frame.as_ref().is_none_or(columns::traced),
+            cmdline: self.cmdline,
         }
     }
 
@@ -360,7 +378,17 @@ impl App {
         self.rebuild();
     }
 
-    /// `c`: the Processes view grouped by cgroup, or back.
+    /// `c`: COMMAND as the full command line, or the name (top's `c`).
+    pub(crate) fn toggle_cmdline(&mut self) {
+        self.cmdline = !self.cmdline;
+        self.message = Some(if self.cmdline {
+            "COMMAND: full command lines (c: names)".into()
+        } else {
+            "COMMAND: names (c: full command lines)".into()
+        });
+    }
+
+    /// `C`: the Processes view grouped by cgroup, or back.
     pub(crate) fn toggle_group(&mut self) {
         self.group_cgroup = !self.group_cgroup;
         self.pos[View::Processes.index()] = ListPos::default();
@@ -456,8 +484,19 @@ impl App {
     // --------------------------------------------------------------- derived
 
     /// Recomputes everything derived from the frame and the settings.
+    ///
+    /// The cursor keeps its row, not its task, as in htop: rows re-sort
+    /// every frame, and a cursor riding along with one task would drift
+    /// down to the idle end of the list while the busiest tasks scroll off
+    /// screen. Only `f` ties it to a task. A cursor on the last row stays
+    /// on the last row as the list grows or shrinks (htop does the same),
+    /// so `End` keeps showing the tail.
     pub fn rebuild(&mut self) {
-        let keep = self.selected_task().map(|t| (t.pid, t.tid, t.is_process));
+        let pi = View::Processes.index();
+        let was_last = {
+            let selected = self.pos[pi].selected;
+            selected > 0 && selected + 1 == self.len(View::Processes)
+        };
         self.cpu_rows = CpuRows::build(self.frame.as_ref());
         self.rows = processes::rows(&processes::Query {
             frame: self.frame.as_ref(),
@@ -482,22 +521,32 @@ impl App {
             Some(lines) => lines.clone(),
             None => pinning::waiting_lines(),
         };
-        // Keep the cursor on the same task across re-sorts and new frames.
-        let pi = View::Processes.index();
-        let want = match self.follow {
-            Some(pid) => self.rows.iter().position(|r| {
-                self.task(r.src)
-                    .is_some_and(|t| t.pid == pid && (t.is_process || t.tid == pid))
-            }),
-            None => keep.and_then(|(pid, tid, isp)| {
-                self.rows.iter().position(|r| {
-                    self.task(r.src)
-                        .is_some_and(|t| t.pid == pid && t.tid == tid && t.is_process == isp)
-                })
-            }),
-        };
-        if let Some(i) = want {
-            self.pos[pi].selected = i;
+        match self.follow {
+            // Grouped rows index `cg_rows`, where no task can be followed.
+            Some(_) if self.group_cgroup => self.follow = None,
+            Some(pid) => match self.followed_row(pid) {
+                // The followed row keeps its line on screen (as in htop):
+                // the list scrolls under it instead of it jumping about.
+                Some(i) => {
+                    let p = &mut self.pos[pi];
+                    p.offset = (p.offset + i).saturating_sub(p.selected);
+                    p.selected = i;
+                }
+                // Hidden, not gone (a filter, thread rows not collected
+                // yet): it comes back when the rows do.
+                None if self
+                    .frame
+                    .as_ref()
+                    .is_some_and(|f| f.processes.iter().any(|p| p.pid == pid)) => {}
+                // It exited: following nothing would leave "following" in
+                // the title over some other task (htop stops here too).
+                None => {
+                    self.follow = None;
+                    self.message = Some(format!("PID {pid} exited: no longer following"));
+                }
+            },
+            None if was_last => self.pos[pi].selected = usize::MAX,
+            None => {}
         }
         for v in View::ALL {
             self.clamp(v);

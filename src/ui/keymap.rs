@@ -95,6 +95,7 @@ pub enum Command {
     Last,
     Threads,
     Tree,
+    CmdLine,
     Group,
     /// Open (true), close (false) or toggle (None) the cgroup under the cursor.
     Expand(Option<bool>),
@@ -167,7 +168,11 @@ pub const KEYMAP: &[Entry] = &[
         help: "tree: threads under their process",
     },
     Entry {
-        binds: &[(ch('c'), C::Group)],
+        binds: &[(ch('c'), C::CmdLine)],
+        help: "COMMAND: full command line / name (as in top)",
+    },
+    Entry {
+        binds: &[(ch('C'), C::Group)],
         help: "group by cgroup (pod, container, service)",
     },
     Entry {
@@ -342,6 +347,7 @@ impl App {
                 self.rebuild();
                 return self.thread_rows();
             }
+            C::CmdLine => self.toggle_cmdline(),
             C::Group if view == View::Processes => self.toggle_group(),
             C::Expand(open) if view == View::Processes && self.group_cgroup => self.expand(open),
             C::Group | C::Expand(_) => {}

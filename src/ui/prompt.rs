@@ -101,40 +101,10 @@ impl App {
     }
 }
 
-/// Farther than any recording reaches; longer offsets are typos.
-const GOTO_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
-
-/// A replay jump target: `HH:MM[:SS]` (UTC, as the header shows times) on
-/// the day of the frame on screen, or an offset from it in the one duration
-/// syntax ([`crate::sys::units`]): `+90s`, `-10m`, `+1h30m` (a bare number is
-/// seconds). Returns unix milliseconds.
+/// A replay jump target in the one time syntax ([`crate::sys::units::parse_time`]):
+/// `HH:MM[:SS]` (UTC, as the header shows times) on the day of the frame on
+/// screen, an offset from it (`+90s`, `-10m`, `+1h30m`; a bare number is
+/// seconds), or a full date. Returns unix milliseconds.
 pub fn parse_goto(s: &str, now_unix_ms: u64) -> Result<u64, String> {
-    let bad = || format!("'{s}': go to HH:MM[:SS] (UTC) or an offset like +30s, -10m, +1h");
-    if s.is_empty() {
-        return Err(bad());
-    }
-    if s.starts_with(['+', '-']) {
-        let (fwd, d) = crate::sys::units::parse_offset("T", s, GOTO_MAX)
-            .map_err(|e| format!("{e}; or HH:MM[:SS] (UTC)"))?;
-        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        return Ok(if fwd {
-            now_unix_ms.saturating_add(ms)
-        } else {
-            now_unix_ms.saturating_sub(ms)
-        });
-    }
-    let parts: Vec<&str> = s.split(':').collect();
-    if !(2..=3).contains(&parts.len()) {
-        return Err(bad());
-    }
-    let mut v = [0u64; 3];
-    for (slot, p) in v.iter_mut().zip(&parts) {
-        *slot = p.parse().map_err(|_| bad())?;
-    }
-    let [h, m, sec] = v;
-    if h > 23 || m > 59 || sec > 59 {
-        return Err(bad());
-    }
-    let day = now_unix_ms / 86_400_000 * 86_400_000;
-    Ok(day + (h * 3600 + m * 60 + sec) * 1000)
+    crate::sys::units::parse_time("T", s).map(|t| t.resolve(now_unix_ms, now_unix_ms))
 }

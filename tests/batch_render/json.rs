@@ -42,3 +42,36 @@ fn json_snapshots() {
         in_snapshots(|| insta::assert_json_snapshot!(name, v));
     }
 }
+
+/// Task rows carry their parent and process rows their command line, as
+/// a list of arguments (one of them holding spaces): a consumer rebuilds
+/// the process forest and `top -c`'s command from the JSON alone. Thread
+/// rows name their parent too, and leave the command line to their process.
+#[test]
+fn json_rows_carry_parent_and_command_line() {
+    use crate::busy_host::{host, sample};
+    let argv = ["/usr/bin/dataplane", "--config", "/etc/dp/site a.toml"];
+    let (mut prev, mut cur) = (sample(false, true), sample(true, true));
+    for s in [&mut prev, &mut cur] {
+        for t in s.tasks.iter_mut().filter(|t| t.tgid == 2001) {
+            t.ppid = 812;
+            if t.tid == t.tgid {
+                t.cmdline = argv.iter().map(|a| a.to_string()).collect();
+            }
+        }
+    }
+    let f = nettop::model::compute(&host(), &prev, &cur);
+    let v: serde_json::Value = serde_json::from_str(&render_json(&f, &[2001]).unwrap()).unwrap();
+    let p = &v["processes"][0];
+    assert_eq!(p["pid"], 2001);
+    assert_eq!(p["ppid"], 812);
+    assert_eq!(p["cmdline"], serde_json::json!(argv));
+    let threads = v["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 3);
+    for t in threads {
+        assert_eq!(
+            (&t["ppid"], &t["cmdline"]),
+            (&serde_json::json!(812), &serde_json::json!([]))
+        );
+    }
+}

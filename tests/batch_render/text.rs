@@ -74,3 +74,37 @@ fn text_pid_filter_and_row_limit() {
     assert!(rows[0].contains("dp-worker-0"), "{text}");
     assert!(rows.iter().all(|r| !r.contains("iperf3")));
 }
+
+/// `-b -c`: COMMAND is the whole command line, never cut (logs keep whole
+/// values), as `top -b -c` prints it; without `-c` the name.
+#[test]
+fn text_command_lines_with_c() {
+    let mut f = frame(true);
+    let argv: Vec<String> = ["iperf3", "-s", "-B", "10.9.0.2", "--one-off", "-p", "5299"]
+        .map(String::from)
+        .to_vec();
+    let p = f
+        .processes
+        .iter_mut()
+        .max_by_key(|p| p.pid)
+        .expect("a process");
+    p.cmdline = argv.clone();
+    let pid = p.pid;
+    let row = |text: &str| {
+        text.lines()
+            .skip_while(|l| !l.trim_start().starts_with("PID "))
+            .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+            .unwrap_or_else(|| panic!("no row {pid} in {text}"))
+            .to_string()
+    };
+    let with = render_frame(
+        &f,
+        &TextOptions {
+            cmdline: true,
+            ..opts(false)
+        },
+    );
+    assert!(row(&with).ends_with(&argv.join(" ")), "{with}");
+    let without = render_frame(&f, &opts(false));
+    assert!(!row(&without).contains("--one-off"), "{without}");
+}

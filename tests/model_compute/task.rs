@@ -249,3 +249,53 @@ fn proc_only_leaves_ksoftirqd_work_out_of_the_pool() {
     approx(thread(&f, 48).stolen_pct, 0.0);
     approx(f.cpus[0].ksoftirqd_pct, 62.0);
 }
+
+/// The identity the model only carries: each row's parent, and each
+/// process row's command line. Samples with thread rows only (older ones)
+/// take both from the leader; samples with process totals (every sample
+/// nettop takes now) from the process row. Thread rows have their parent
+/// and leave the command line to their process row.
+#[test]
+fn rows_carry_parent_and_command_line() {
+    let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let (mut prev, mut cur) = bpf_pair();
+    for s in [&mut prev, &mut cur] {
+        // A worker of the victim listed before its leader.
+        s.tasks
+            .insert(0, task(100, 101, 60, "worker", (0, 0), 0, 1));
+        for t in &mut s.tasks {
+            t.ppid = if t.kthread { 2 } else { 812 };
+        }
+        let leader = s.tasks.iter_mut().find(|t| t.tid == 100).unwrap();
+        leader.cmdline = argv(&["iperf3", "-s", "--bind", "10.0.0.1"]);
+    }
+    let f = compute(&host(Regime::TickBased), &prev, &cur);
+    let p = process(&f, 100);
+    assert_eq!(p.cmdline, argv(&["iperf3", "-s", "--bind", "10.0.0.1"]));
+    assert_eq!(p.ppid, 812);
+    for tid in [100, 101] {
+        let t = thread(&f, tid);
+        assert_eq!(t.ppid, 812);
+        assert!(t.cmdline.is_empty(), "thread {tid}: {:?}", t.cmdline);
+    }
+    let ks = process(&f, 9);
+    assert_eq!(ks.ppid, 2);
+    assert!(ks.cmdline.is_empty());
+
+    // Process totals: identity from the process rows themselves.
+    for s in [&mut prev, &mut cur] {
+        s.procs = s.process_rows().into_owned();
+        s.tasks.clear();
+        let p = s.procs.iter_mut().find(|p| p.tgid == 100).unwrap();
+        p.cmdline = argv(&["iperf3", "-c", "10.0.0.2"]);
+        p.ppid = 900;
+    }
+    let f = compute(&host(Regime::TickBased), &prev, &cur);
+    assert!(f.threads.is_empty());
+    let p = process(&f, 100);
+    assert_eq!(
+        (p.ppid, p.cmdline.clone()),
+        (900, argv(&["iperf3", "-c", "10.0.0.2"]))
+    );
+    assert_eq!(process(&f, 9).ppid, 2);
+}

@@ -119,11 +119,11 @@ fn starting_states() -> Vec<App> {
     // open and close it.
     let mut grouped = app(30);
     grouped.push_frame(fixtures::busy_host_in_cgroups());
-    key(&mut grouped, KeyCode::Char('c'));
+    key(&mut grouped, KeyCode::Char('C'));
     assert!(grouped.group_cgroup);
     let mut opened = app(30);
     opened.push_frame(fixtures::busy_host_in_cgroups());
-    key(&mut opened, KeyCode::Char('c'));
+    key(&mut opened, KeyCode::Char('C'));
     key(&mut opened, KeyCode::Enter);
     assert!(!opened.expanded.is_empty());
     vec![live, replay, grouped, opened]

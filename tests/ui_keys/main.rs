@@ -1,9 +1,11 @@
 //! Key and mouse handling: event → App state, no terminal involved.
 //!
 //! One binary: this file holds what each key and click does; `help` checks
-//! the help overlay lists exactly the keys that do something.
+//! the help overlay lists exactly the keys that do something; `selection`
+//! where the cursor goes when the rows re-sort under it.
 
 mod help;
+mod selection;
 
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
@@ -18,6 +20,7 @@ fn app(h: u16) -> App {
     let mut a = App::new(Options {
         delay: 1.0,
         threads: false,
+        cmdline: false,
         theme: Theme { color: true },
         width: 120,
         height: h,
@@ -241,29 +244,6 @@ fn scrolling_stops_at_both_ends() {
     key(&mut a, KeyCode::Char('2'));
     key(&mut a, KeyCode::End);
     assert_eq!(a.pos[1].selected, 15);
-}
-
-#[test]
-fn selection_sticks_to_its_task_and_follow_tracks_a_pid() {
-    let mut a = app(30);
-    // Select iperf3.
-    while selected_comm(&a) != "iperf3" {
-        key(&mut a, KeyCode::Down);
-    }
-    // A re-sort moves the row, not the cursor's task.
-    key(&mut a, KeyCode::Char('<'));
-    key(&mut a, KeyCode::Char('<')); // PID, ascending
-    assert_eq!(selected_comm(&a), "iperf3");
-    key(&mut a, KeyCode::Char('f'));
-    assert_eq!(a.follow, Some(4242));
-    // New frames keep it selected even when everything else changes.
-    let mut f = fixtures::busy_host_at(3);
-    f.processes.retain(|p| p.comm != "openssl");
-    a.push_frame(f);
-    assert_eq!(selected_comm(&a), "iperf3");
-    // Moving the cursor by hand stops following.
-    key(&mut a, KeyCode::Down);
-    assert_eq!(a.follow, None);
 }
 
 #[test]

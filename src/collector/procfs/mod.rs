@@ -16,13 +16,18 @@
 //!   which misnumbers every CPU after an offline one;
 //! - `softnet_stat`, `/sys/class/net`: `procfs` has no parser.
 //!
-//! Two halves: `task` reads and parses the per-task files (`stat`,
-//! `schedstat`, `status`) and sums processes; `system` reads the
-//! system-wide ones (`/proc/stat`, `softnet_stat`, the CPU lists,
-//! `/sys/class/net`) and joins them into one row per CPU.
+//! Three parts: `task` reads and parses the per-task files (`stat`,
+//! `schedstat`, `status`) and sums processes; `cmdline` reads each
+//! process's command line once and keeps it (both task paths fill their
+//! process rows from it); `system` reads the system-wide files
+//! (`/proc/stat`, `softnet_stat`, the CPU lists, `/sys/class/net`) and
+//! joins them into one row per CPU.
 
+mod cmdline;
 mod system;
 mod task;
+
+pub use cmdline::{CMDLINE_MAX, CmdlineCache, parse_cmdline, read_cmdline};
 
 pub use system::{
     parse_proc_stat, parse_softnet, read_cpu_times, read_cpus, read_devices, read_online,

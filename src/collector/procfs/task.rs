@@ -45,6 +45,8 @@ fn numeric_entries(dir: &Path) -> io::Result<Vec<u32>> {
 pub struct StatFields {
     pub comm: String,
     pub state: char,
+    /// Field 4: the parent's PID (0 for init and kthreadd).
+    pub ppid: u32,
     pub flags: u64,
     pub utime: u64,
     pub stime: u64,
@@ -81,6 +83,7 @@ pub fn parse_stat(text: &str) -> Result<StatFields, String> {
     Ok(StatFields {
         comm,
         state,
+        ppid: u32::try_from(field(4)?).unwrap_or(0),
         flags: field(9)?,
         utime: field(14)?,
         stime: field(15)?,
@@ -198,6 +201,7 @@ fn read_one_task(
         affinity,
         kthread: st.flags & PF_KTHREAD != 0,
         irq: None,
+        ppid: st.ppid,
         ..Default::default()
     })
 }
@@ -365,11 +369,12 @@ mod tests {
 
     #[test]
     fn stat_with_parens_and_spaces_in_comm() {
-        let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 10 0 0 0 7 3 0 0 20 0 1 0 12345 100 200 \
+        let line = "42 (a) b (c)) S 7 42 42 0 -1 4194560 10 0 0 0 7 3 0 0 20 0 1 0 12345 100 200 \
                     1 1 1 1 1 1 0 0 0 0 0 0 0 17 5 0 0 0 0 0";
         let s = parse_stat(line).unwrap();
         assert_eq!(s.comm, "a) b (c)");
         assert_eq!(s.state, 'S');
+        assert_eq!(s.ppid, 7);
         assert_eq!(
             (s.utime, s.stime, s.start_ticks, s.last_cpu),
             (7, 3, 12345, 5)

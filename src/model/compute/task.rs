@@ -84,6 +84,7 @@ pub(super) struct Meta<'a> {
     pub(super) pid: u32,
     pub(super) tid: u32,
     pub(super) is_process: bool,
+    /// Names the row: its comm, command line, parent, state, CPU, cgroup.
     pub(super) leader: &'a RawTask,
     pub(super) nr_threads: u32,
 }
@@ -93,8 +94,15 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
     let mut v = TaskView {
         pid: m.pid,
         tid: m.tid,
+        ppid: m.leader.ppid,
         is_process: m.is_process,
         comm: m.leader.comm.clone(),
+        // Once per process: a thread row's process row has it.
+        cmdline: if m.is_process {
+            m.leader.cmdline.clone()
+        } else {
+            Vec::new()
+        },
         uid: m.leader.uid,
         state: m.leader.state,
         nr_threads: m.nr_threads,

@@ -14,6 +14,7 @@ use super::format::{
 };
 use crate::sample::{HostInfo, RawSample};
 use crate::sys::sanitize::Untrusted;
+use crate::sys::units::TimeSpec;
 
 mod index;
 
@@ -225,6 +226,52 @@ impl Recording {
     pub fn unix_ms(&self, i: usize) -> Option<u64> {
         self.samples.get(i).map(|e| e.unix_ms)
     }
+    /// The samples between `begin` and `end` (`--begin`/`--end`), as an
+    /// index range. A clock time is the first such time at or after the
+    /// recording's start (for `end`: at or after the window's begin), so a
+    /// recording that runs past midnight reads `--begin 01:00` as the
+    /// night's; `+D` counts from the first sample, `-D` back from the last.
+    /// An error when the window holds fewer than two samples (no frame),
+    /// saying what the recording covers.
+    pub fn window(
+        &self,
+        begin: Option<TimeSpec>,
+        end: Option<TimeSpec>,
+    ) -> anyhow::Result<std::ops::Range<usize>> {
+        let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) else {
+            bail!("{}: the recording holds no snapshots", self.path.display());
+        };
+        let (first, last) = (first.unix_ms, last.unix_ms);
+        let at_or_after = |t: TimeSpec, from: u64| -> u64 {
+            let base = match t {
+                TimeSpec::Offset(false, _) => last,
+                _ => first,
+            };
+            let v = t.resolve(from, base);
+            match t {
+                TimeSpec::Clock(_) if v < from => v + 86_400_000,
+                _ => v,
+            }
+        };
+        let b = begin.map_or(first, |t| at_or_after(t, first));
+        let e = end.map_or(last, |t| at_or_after(t, b));
+        let lo = self.samples.partition_point(|s| s.unix_ms < b);
+        let hi = self.samples.partition_point(|s| s.unix_ms <= e);
+        if hi < lo + 2 {
+            bail!(
+                "{}: {} sample(s) between {} and {} (a frame needs two); the recording runs from \
+                 {} to {}",
+                self.path.display(),
+                hi.saturating_sub(lo),
+                utc(b),
+                utc(e),
+                utc(first),
+                utc(last)
+            );
+        }
+        Ok(lo..hi)
+    }
+
     /// Index of the last sample taken at or before `unix_ms` (the first
     /// sample if all are later): "jump to time".
     pub fn index_at(&self, unix_ms: u64) -> Option<usize> {
@@ -334,4 +381,12 @@ fn read_up_to(f: &File, off: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// `unix_ms` as an RFC 3339 UTC time, seconds precision.
+fn utc(unix_ms: u64) -> String {
+    humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms),
+    )
+    .to_string()
 }

@@ -1,4 +1,4 @@
-//! Rows of the Processes view grouped by cgroup (`c`): one line per pod,
+//! Rows of the Processes view grouped by cgroup (`C`): one line per pod,
 //! container or service, ordered by STOLEN% (`R` reverses), each expanded
 //! one followed by its processes. Rows come from the model's roll-up
 //! (`Frame::cgroups`); this file orders them.

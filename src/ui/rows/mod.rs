@@ -7,7 +7,7 @@
 //! | view | file |
 //! |---|---|
 //! | Processes | [`processes`] |
-//! | Processes grouped by cgroup (`c`) | [`cgroups`] |
+//! | Processes grouped by cgroup (`C`) | [`cgroups`] |
 //! | CPUs | [`cpus`] |
 //! | Devices/NAPI | [`devices`] |
 //! | Topology | [`topology`] |

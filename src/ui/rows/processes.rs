@@ -54,7 +54,10 @@ fn matches(q: &Query, t: &TaskView) -> bool {
     {
         return true;
     }
+    // With command lines on screen the filter matches what is shown
+    // (two `java` processes differ only in their arguments).
     t.comm.to_lowercase().contains(&f)
+        || (q.ctx.cmdline && t.cmdline.iter().any(|a| a.to_lowercase().contains(&f)))
         || q.ctx
             .users
             .get(&t.uid)

@@ -1,4 +1,4 @@
-//! The Processes view grouped by cgroup (`c`): one line per pod, container
+//! The Processes view grouped by cgroup (`C`): one line per pod, container
 //! or service, ordered by STOLEN% (`R` reverses), expandable to its
 //! processes (Enter, → / ←). Each line shows the CPUs its cpuset allows and
 //! how much receive work lands on them. Rows come from the model's
@@ -21,7 +21,7 @@ use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit};
 
 pub(crate) fn header(app: &App) -> String {
     format!(
-        "Containers (grouped by cgroup, c: back to processes) · sort STOLEN%{} │ Enter/→ ← expand/collapse · \
+        "Containers (grouped by cgroup, C: back to processes) · sort STOLEN%{} │ Enter/→ ← expand/collapse · \
          CPUS = what its cpuset allows, RX% = receive work on them, RX ON = allowed CPUs with ≥1% of it",
         if app.sort.descending { "▼" } else { "▲" }
     )

@@ -127,6 +127,10 @@ fn task_row<'a>(
             _ => Style::new(),
         };
         let w = width_of(c) as usize;
+        // A command line cut to the screen says so, as htop's does.
+        if c == ProcColumn::Command && cx.cmdline && w > 1 && text.chars().count() > w {
+            text = text.chars().take(w - 1).chain(['…']).collect();
+        }
         cells.push(Cell::from(Span::styled(fit(&text, w, c.numeric()), style)));
     }
     Some(mark_selected(Row::new(cells), selected, s))
