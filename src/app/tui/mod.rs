@@ -1,0 +1,220 @@
+//! `nettop` and `nettop --replay FILE`: the TUI ([`crate::ui`]) fed by data
+//! threads. Everything that does I/O for the TUI (collector samples,
+//! model arithmetic, recordings, user names, topology) runs here and sends
+//! finished values to the UI thread: the live collector's thread in this
+//! file, the [`topology`] thread and the [`replay`] cursor beside it.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::app::cli::Cli;
+use crate::app::live::LiveFrames;
+use crate::app::options;
+use crate::model::frame::Frame;
+use crate::sys::ticker::Ticker;
+use crate::ui::app::{App, Options, Theme};
+use crate::ui::{Cmd, Msg};
+
+mod replay;
+mod topology;
+
+use replay::{open_replay, start_replay};
+use topology::{SharedState, topology_thread};
+
+use crate::sys::users::UserNames;
+
+/// Every UID a frame's rows show.
+fn task_uids(f: &Frame) -> impl Iterator<Item = u32> + '_ {
+    f.processes.iter().chain(&f.threads).map(|t| t.uid)
+}
+
+/// Names for the UIDs of `f` that `names` has not met before, sent ahead
+/// of the frame so it is drawn with them. `false` when the UI has gone.
+pub(super) fn send_new_users(names: Option<&mut UserNames>, f: &Frame, tx: &Sender<Msg>) -> bool {
+    let Some(names) = names else {
+        return true;
+    };
+    let new = names.resolve_new(task_uids(f));
+    new.is_empty() || tx.send(Msg::Users(new)).is_ok()
+}
+
+/// What the data thread was woken for.
+enum Due {
+    /// The ticker's deadline: take a sample.
+    Tick,
+    /// A new delay (`d` key): take a sample now, then one every new delay.
+    Delay(f64),
+    /// Thread rows on or off: a new baseline is needed.
+    ThreadRows(bool),
+    /// The UI has gone.
+    Quit,
+}
+
+/// Waits for the ticker's deadline or a command.
+fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
+    loop {
+        let now = Instant::now();
+        if now >= ticker.deadline() {
+            ticker.advance(now);
+            return Due::Tick;
+        }
+        match rx.recv_timeout(ticker.deadline() - now) {
+            Ok(Cmd::SetDelay(v)) => return Due::Delay(v),
+            Ok(Cmd::ThreadRows(on)) => return Due::ThreadRows(on),
+            Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Due::Quit,
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// The UI's end of the data thread's channel, its command channel, and a
+/// sender for log records (shown in the status line).
+pub(super) type Channels = (Receiver<Msg>, Sender<Cmd>, Sender<Msg>);
+
+/// First interval is short so the screen fills quickly; later ones use `-d`.
+const FIRST_INTERVAL: f64 = 0.5;
+
+/// Starts live collection. Returns only once the collector is up, so its
+/// errors are printed before the terminal is touched.
+fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
+    let sysroot = options::sysroot(cli);
+    let cli_owned = cli.clone();
+    let mut delay = cli.delay;
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let (ctx, crx) = mpsc::channel::<Cmd>();
+    let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+    let shared: SharedState = Arc::default();
+    let ev = Arc::clone(&shared);
+    let data_tx = tx.clone();
+    std::thread::spawn(move || {
+        // The collector is created on this thread (BPF objects need not be Send).
+        let mut live = match LiveFrames::open(&cli_owned) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let _ = ready_tx.send(Ok(()));
+        let mut names = UserNames::new(&sysroot);
+        // The same skipping ticker as batch and record mode: after a stall
+        // (SIGSTOP, a suspended VM) one long frame, not a burst. The first
+        // interval (and the first after a new baseline) is short so the
+        // screen fills quickly.
+        let short = |d: f64| Duration::from_secs_f64(d.min(FIRST_INTERVAL));
+        let mut ticker = Ticker::new(short(delay));
+        let mut first = true;
+        loop {
+            match wait(&crx, &mut ticker) {
+                Due::Quit => return,
+                Due::Delay(d) => {
+                    // A new delay takes effect now rather than after the old one.
+                    delay = d;
+                    ticker.set_period(Duration::from_secs_f64(d), Instant::now());
+                    first = false;
+                }
+                Due::ThreadRows(on) => {
+                    // Thread rows need a baseline: start a new interval
+                    // with them.
+                    if let Err(e) = live.set_threads(on) {
+                        let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                        return;
+                    }
+                    ticker.set_period(short(delay), Instant::now());
+                    first = true;
+                    continue;
+                }
+                Due::Tick if first => {
+                    ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
+                    first = false;
+                }
+                Due::Tick => {}
+            }
+            let frame = match live.next_frame() {
+                Ok(f) => f,
+                Err(e) => {
+                    let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                    return;
+                }
+            };
+            if let Ok(mut g) = ev.lock() {
+                g.evidence.stolen_pct = frame
+                    .finest_rows()
+                    .iter()
+                    .map(|t| (t.tid, t.stolen_pct))
+                    .collect();
+                if g.want_threads {
+                    g.threads = live.threads_now();
+                    g.want_threads = false;
+                }
+            }
+            if !send_new_users(Some(&mut names), &frame, &data_tx)
+                || data_tx.send(Msg::Frame(Box::new(frame))).is_err()
+            {
+                return;
+            }
+        }
+    });
+    match ready_rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(_) => anyhow::bail!("the collector thread died while starting"),
+    }
+    let warn = tx.clone();
+    topology_thread(cli, Some(shared), tx);
+    Ok((rx, ctx, warn))
+}
+
+fn check_tty() -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the interactive view needs a terminal on stdin and stdout; use -b for batch text or --json"
+        );
+    }
+    Ok(())
+}
+
+fn ui_options(cli: &Cli) -> Options {
+    let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+    Options {
+        delay: cli.delay,
+        threads: cli.threads,
+        cmdline: cli.command_line,
+        theme: Theme::from_env(),
+        width,
+        height,
+    }
+}
+
+/// Runs the TUI over `rx`; log records go to its status line meanwhile.
+fn run_ui(cli: &Cli, rx: Receiver<Msg>, tx: Sender<Cmd>, warn: Sender<Msg>) -> anyhow::Result<u8> {
+    let warn = Mutex::new(warn);
+    crate::app::logger::redirect(Box::new(move |m: &str| {
+        if let Ok(w) = warn.lock() {
+            let _ = w.send(Msg::Warn(m.to_string()));
+        }
+    }));
+    let res = crate::ui::run(App::new(ui_options(cli)), rx, tx);
+    crate::app::logger::redirect_end();
+    res
+}
+
+/// `nettop`: the live TUI.
+pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
+    check_tty()?;
+    // Collector errors (no permission, bad --sysroot, BPF refused) surface
+    // here, before raw mode, as plain text.
+    let (rx, tx, warn) = start_live(cli)?;
+    run_ui(cli, rx, tx, warn)
+}
+
+/// `nettop --replay FILE`: a recording in the TUI.
+pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
+    let (rec, span) = open_replay(cli, file)?;
+    check_tty()?;
+    let (rx, tx, warn) = start_replay(cli, file, rec, span)?;
+    run_ui(cli, rx, tx, warn)
+}

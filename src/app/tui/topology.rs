@@ -1,0 +1,162 @@
+//! The TUI's topology thread: re-reads the topology (hwloc, NICs, IRQs,
+//! thread placement) now and then and re-lints it with the stolen time the
+//! live collector measured, off the UI thread.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::app::cli::Cli;
+use crate::app::options;
+use crate::sys::ticker::Ticker;
+use crate::ui::Msg;
+use crate::ui::app::Extras;
+use crate::ui::rows::{LineKind, devices, pinning, topology};
+
+/// How often the topology (threads' pinning, IRQ affinity) is re-read, at
+/// the most.
+const TOPOLOGY_REFRESH: Duration = Duration::from_secs(15);
+/// The topology thread's share of one CPU, at the most. A scan reads every
+/// thread's stat and affinity: most of a second of CPU at 30,000 threads,
+/// which every 15 s would cost more than the collector itself. There it is
+/// re-read less often instead, and the Pinning view says so.
+const TOPOLOGY_CPU_SHARE: f64 = 0.01;
+
+/// The wait before the next scan, given what the last one cost.
+fn topology_refresh(scan_cpu: Duration) -> Duration {
+    TOPOLOGY_REFRESH.max(scan_cpu.div_f64(TOPOLOGY_CPU_SHARE))
+}
+
+/// What the collector thread shares with the topology thread: the latest
+/// per-thread stolen time, so the live pinning lint judges with
+/// measurements, and on request the task sampler's thread list, so a
+/// re-check does not walk /proc for every thread's affinity.
+#[derive(Default)]
+pub(super) struct Shared {
+    pub(super) evidence: crate::pinning::Evidence,
+    /// Set by the topology thread; the collector thread answers on its
+    /// next frame by filling `threads`.
+    pub(super) want_threads: bool,
+    pub(super) threads: Option<Vec<crate::sample::RawTask>>,
+}
+
+pub(super) type SharedState = Arc<Mutex<Shared>>;
+
+/// How long a re-check waits for the collector thread's thread list
+/// before it walks /proc itself.
+const THREADS_WAIT: Duration = Duration::from_millis(2500);
+
+/// The sampler's thread list from the collector thread, or `None` (no
+/// sampler, or it did not answer within [`THREADS_WAIT`]).
+fn threads_from(shared: &SharedState) -> Option<Vec<crate::sample::RawTask>> {
+    if let Ok(mut g) = shared.lock() {
+        g.want_threads = true;
+        g.threads = None;
+    }
+    let until = Instant::now() + THREADS_WAIT;
+    while Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        let Ok(mut g) = shared.lock() else {
+            return None;
+        };
+        if !g.want_threads {
+            return g.threads.take();
+        }
+    }
+    if let Ok(mut g) = shared.lock() {
+        g.want_threads = false;
+    }
+    None
+}
+
+/// The Devices, Topology and Pinning views' data from one topology, linted
+/// with `evidence` (live or recorded stolen time).
+pub(super) fn topology_extras(
+    t: &crate::topology::HostTopology,
+    evidence: &crate::pinning::Evidence,
+) -> Extras {
+    Extras {
+        devices: Some(devices::device_info(t)),
+        topology: Some(topology::lines(t)),
+        pinning: Some(pinning::lines(&crate::pinning::check(t, evidence))),
+    }
+}
+
+/// Why the Topology and Pinning views have nothing to show.
+pub(super) fn note_extras(kind: LineKind, text: String) -> Extras {
+    let l = vec![(kind, text)];
+    Extras {
+        topology: Some(l.clone()),
+        pinning: Some(l),
+        devices: None,
+    }
+}
+
+/// Loads the topology now and every [`TOPOLOGY_REFRESH`], sending the
+/// Topology and Pinning views' lines. Failures become a note in the views.
+pub(super) fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender<Msg>) {
+    let mut opts = options::topology(cli);
+    std::thread::spawn(move || {
+        let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
+        loop {
+            opts.known_threads = shared.as_ref().and_then(threads_from);
+            let cpu0 = crate::sys::clock::thread_cputime_ns();
+            let mut extras = match crate::topology::load(&opts) {
+                Ok(t) => {
+                    let ev = shared
+                        .as_ref()
+                        .and_then(|e| e.lock().ok().map(|g| g.evidence.clone()))
+                        .unwrap_or_default();
+                    topology_extras(&t, &ev)
+                }
+                Err(e) => note_extras(LineKind::Warn, format!("topology unavailable: {e:#}")),
+            };
+            let cpu =
+                Duration::from_nanos(crate::sys::clock::thread_cputime_ns().saturating_sub(cpu0));
+            let every = topology_refresh(cpu);
+            if every > TOPOLOGY_REFRESH
+                && let Some(p) = extras.pinning.as_mut()
+            {
+                p.insert(
+                    0,
+                    (
+                        LineKind::Note,
+                        format!(
+                            "re-checked every {} s: one check of this host costs {:.2} s of CPU",
+                            every.as_secs(),
+                            cpu.as_secs_f64()
+                        ),
+                    ),
+                );
+            }
+            ticker.set_period(every, Instant::now());
+            if tx.send(Msg::Extras(extras)).is_err() {
+                return;
+            }
+            // Never stopped by a flag: the thread ends when the UI is gone.
+            ticker.sleep(&AtomicBool::new(false), None);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_costly_topology_scan_is_repeated_less_often() {
+        assert_eq!(
+            topology_refresh(Duration::from_millis(20)),
+            TOPOLOGY_REFRESH
+        );
+        assert_eq!(
+            topology_refresh(Duration::from_millis(150)),
+            TOPOLOGY_REFRESH
+        );
+        assert_eq!(
+            topology_refresh(Duration::from_millis(900)),
+            Duration::from_secs(90)
+        );
+    }
+}
