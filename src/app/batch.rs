@@ -100,7 +100,7 @@ impl<W: Write> Sink<W> {
 
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     let names = UserNames::new(&options::sysroot(cli));
-    let mut live = LiveFrames::open(cli)?;
+    let mut live = LiveFrames::open(cli, true)?;
     let host = live.host().clone();
     // SIGINT/SIGTERM/SIGHUP end the run between frames so the collector is
     // dropped (BPF detached, stats setting restored).

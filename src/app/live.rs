@@ -61,17 +61,20 @@ impl DeviceConfigSource {
 }
 
 /// Live frames: each call samples, computes the interval since the last
-/// sample and attaches the device configuration. Batch and the TUI both
-/// run on it.
+/// sample and, where the front end shows it, attaches the device
+/// configuration. Batch and the TUI both run on it.
 pub struct LiveFrames {
     col: Collector,
     prev: RawSample,
-    config: DeviceConfigSource,
+    config: Option<DeviceConfigSource>,
 }
 
 impl LiveFrames {
-    /// Opens the collector and takes the baseline sample.
-    pub fn open(cli: &Cli) -> anyhow::Result<Self> {
+    /// Opens the collector and takes the baseline sample. `with_config`:
+    /// frames carry each device's configuration (batch text and JSON show
+    /// it; the TUI's Devices view takes it from its topology thread, so it
+    /// would be read every 15 s for nothing).
+    pub fn open(cli: &Cli, with_config: bool) -> anyhow::Result<Self> {
         let mut col = open_collector(cli)?;
         let prev = col
             .sample()
@@ -79,7 +82,7 @@ impl LiveFrames {
         Ok(Self {
             col,
             prev,
-            config: DeviceConfigSource::new(options::topology(cli)),
+            config: with_config.then(|| DeviceConfigSource::new(options::topology(cli))),
         })
     }
 
@@ -91,7 +94,9 @@ impl LiveFrames {
     pub fn next_frame(&mut self) -> anyhow::Result<Frame> {
         let cur = self.col.sample()?;
         let mut frame = crate::model::compute(self.col.host(), &self.prev, &cur);
-        self.config.attach(&mut frame);
+        if let Some(c) = self.config.as_mut() {
+            c.attach(&mut frame);
+        }
         self.prev = cur;
         Ok(frame)
     }

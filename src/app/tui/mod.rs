@@ -91,7 +91,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
     let data_tx = tx.clone();
     std::thread::spawn(move || {
         // The collector is created on this thread (BPF objects need not be Send).
-        let mut live = match LiveFrames::open(&cli_owned) {
+        let mut live = match LiveFrames::open(&cli_owned, false) {
             Ok(l) => l,
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
