@@ -14,7 +14,8 @@ fn app(w: u16, h: u16) -> App {
         delay: 1.0,
         threads: false,
         cmdline: false,
-        theme: Theme { color: true },
+        forest: false,
+        theme: Theme::default(),
         width: w,
         height: h,
     });
@@ -58,7 +59,8 @@ fn bench(c: &mut Criterion) {
         delay: 1.0,
         threads: true,
         cmdline: false,
-        theme: Theme { color: true },
+        forest: false,
+        theme: Theme::default(),
         width: 200,
         height: 50,
     });

@@ -66,7 +66,8 @@ fn tui(id: &str) -> (Vec<String>, Vec<String>) {
         delay: 1.0,
         threads: false,
         cmdline: false,
-        theme: Theme { color: false },
+        forest: false,
+        theme: Theme::mono(),
         width: w,
         height: h,
     });

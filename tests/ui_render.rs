@@ -19,7 +19,12 @@ fn app(w: u16, h: u16, color: bool) -> App {
         delay: 1.0,
         threads: false,
         cmdline: false,
-        theme: Theme { color },
+        forest: false,
+        theme: if color {
+            Theme::default()
+        } else {
+            Theme::mono()
+        },
         width: w,
         height: h,
     });
@@ -460,7 +465,7 @@ fn colours(t: &Terminal<TestBackend>) -> Vec<Color> {
 fn no_color_draws_without_any_colour() {
     for v in ['1', '2', '3', '4'] {
         let mut a = busy(150, 40);
-        a.theme = Theme { color: false };
+        a.theme = Theme::mono();
         press(&mut a, KeyCode::Char(v));
         let t = draw(&a, 150, 40);
         assert!(colours(&t).iter().all(|c| *c == Color::Reset), "view {v}");

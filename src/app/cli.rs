@@ -36,10 +36,10 @@ pub struct Cli {
           value_parser = parse_iterations)]
     pub iterations: Option<u64>,
 
-    /// Seconds between frames.
-    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value_t = 1.0,
+    /// Seconds between frames [default: 1, or the configuration file's].
+    #[arg(short = 'd', long = "delay", value_name = "SECS",
           value_parser = parse_delay, conflicts_with_all = ["pinning_check", "export"])]
-    pub delay: f64,
+    pub delay: Option<f64>,
 
     /// Only show these processes (comma-separated PIDs).
     #[arg(
@@ -100,6 +100,17 @@ pub struct Cli {
     /// column), replace the cached calibration and print the table.
     #[arg(long = "calibrate")]
     pub calibrate: bool,
+
+    /// The TUI's configuration file (default
+    /// $XDG_CONFIG_HOME/nettop/config.toml, else
+    /// ~/.config/nettop/config.toml); `W` writes it.
+    #[arg(long = "config", value_name = "FILE", conflicts_with_all = ["no_config", "batch",
+          "record", "serve", "pinning_check", "export", "calibrate"])]
+    pub config: Option<PathBuf>,
+
+    /// Start with the default settings and write none (`W` is refused).
+    #[arg(long = "no-config")]
+    pub no_config: bool,
 
     /// Directory of the calibration cache (default $NETTOP_CACHE_DIR, else
     /// /var/cache/nettop).
@@ -291,4 +302,11 @@ fn parse_delay(s: &str) -> Result<f64, String> {
 /// `--begin`/`--end` in the one time syntax.
 fn parse_time_arg(s: &str) -> Result<crate::sys::units::TimeSpec, String> {
     crate::sys::units::parse_time("time", s)
+}
+
+impl Cli {
+    /// Seconds between frames: `-d`, else 1.
+    pub fn delay(&self) -> f64 {
+        self.delay.unwrap_or(1.0)
+    }
 }

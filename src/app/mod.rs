@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod calibrate;
 pub mod cli;
+pub mod config;
 pub mod export;
 pub mod generate;
 pub mod live;

@@ -47,7 +47,7 @@ pub fn metrics(cli: &Cli) -> openmetrics::Options {
 
 /// The sampling interval (`-d`).
 pub fn interval(cli: &Cli) -> Duration {
-    Duration::from_secs_f64(cli.delay)
+    Duration::from_secs_f64(cli.delay())
 }
 
 /// The samples of a recording that `--begin`/`--end` select (all of them

@@ -43,7 +43,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         bail!(
             "--duration {} is shorter than one interval (-d {} s): nothing would be recorded",
             cli.duration.as_deref().unwrap_or_default(),
-            cli.delay
+            cli.delay()
         );
     }
     let retention = Retention {
@@ -251,7 +251,7 @@ fn announce(
     log::info!(
         "{} (sampled every {} s); {stop}",
         what.join(" and "),
-        cli.delay
+        cli.delay()
     );
     if !service
         && std::io::stdout().is_terminal()

@@ -17,12 +17,16 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::format::{fmt_pct, fmt_pct_or_dash, fmt_rate};
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
 
-/// A task column, in display order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A task column, in display order. Its serde name is [`ProcColumn::key`]
+/// (configuration files name columns by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum ProcColumn {
     Pid,
     User,
@@ -292,8 +296,72 @@ impl ProcColumn {
         }
     }
 
+    /// The column's name in configuration files: its header in lower case
+    /// without `%`, and `_` for what a name cannot hold (`IRQ/s` is
+    /// `irq_s`).
+    pub fn key(self) -> &'static str {
+        match self {
+            P::Pid => "pid",
+            P::User => "user",
+            P::Top => "top",
+            P::OnCpu => "oncpu",
+            P::True => "true",
+            P::Gap => "gap",
+            P::Stolen => "stolen",
+            P::Hidden => "hidden",
+            P::Hardirq => "hi",
+            P::Sysvec => "sysv",
+            P::Softirq => "si",
+            P::NetRx => "net_rx",
+            P::Inline => "inline",
+            P::IrqRate => "irq_s",
+            P::Cpu => "cpu",
+            P::Node => "node",
+            P::Affinity => "affinity",
+            P::Command => "command",
+        }
+    }
+
+    pub fn from_key(k: &str) -> Option<ProcColumn> {
+        P::ALL.into_iter().find(|c| c.key().eq_ignore_ascii_case(k))
+    }
+
+    /// The columns shown before any are chosen: all of them, COMMAND
+    /// excepted (it is always there, last).
+    pub fn default_visible() -> Vec<ProcColumn> {
+        P::ALL.into_iter().filter(|c| *c != P::Command).collect()
+    }
+
+    /// A chosen column list as the TUI can show it: in the given order,
+    /// each column once, COMMAND left out (it is always last).
+    pub fn visible_from(cols: &[ProcColumn]) -> Vec<ProcColumn> {
+        let mut out: Vec<ProcColumn> = Vec::with_capacity(cols.len());
+        for &c in cols {
+            if c != P::Command && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
     /// Its place in [`ProcColumn::ALL`].
     pub fn pos(self) -> usize {
         P::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+}
+
+impl From<ProcColumn> for String {
+    fn from(c: ProcColumn) -> String {
+        c.key().to_string()
+    }
+}
+
+impl TryFrom<String> for ProcColumn {
+    type Error = String;
+    fn try_from(k: String) -> Result<Self, String> {
+        ProcColumn::from_key(&k).ok_or_else(|| {
+            let keys: Vec<&str> = P::ALL.iter().map(|c| c.key()).collect();
+            format!("unknown column '{k}' (columns: {})", keys.join(", "))
+        })
     }
 }

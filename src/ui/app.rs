@@ -10,6 +10,8 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use serde::{Deserialize, Serialize};
+
 use super::rows::cgroups::{self, CgRow};
 use super::rows::cpus::CpuRows;
 use super::rows::devices::{self, DevRow, DevTopo};
@@ -49,7 +51,7 @@ pub enum Mode {
 }
 
 /// What the run loop must do after an event.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     None,
     Quit,
@@ -62,6 +64,8 @@ pub enum Action {
     /// Live: the collector should (not) take a row per thread, which only
     /// the thread list and the tree need.
     ThreadRows(bool),
+    /// `W`: write these settings to the configuration file (as top's `W`).
+    SaveSettings(Box<super::settings::Settings>),
 }
 
 /// Replay position; `None` in live mode.
@@ -72,17 +76,82 @@ pub struct ReplayPos {
     pub playing: bool,
 }
 
-/// Colours on or off (`NO_COLOR`); only the 16 basic colours are ever used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A colour scheme (top's `Z`): the same marks in colours that read on a
+/// dark or a light background, or none. Only the 16 basic colours are
+/// ever used, so the terminal's own palette decides the exact shades.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// For dark backgrounds (most terminals).
+    #[default]
+    Default,
+    /// For light backgrounds: no yellow, no cyan.
+    Light,
+    /// Attributes only (bold, reverse), as under `NO_COLOR`.
+    Mono,
+}
+
+impl Scheme {
+    pub const ALL: [Scheme; 3] = [Scheme::Default, Scheme::Light, Scheme::Mono];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Default => "default",
+            Scheme::Light => "light",
+            Scheme::Mono => "mono",
+        }
+    }
+
+    /// The next scheme in [`Scheme::ALL`], for `Z`.
+    pub fn next(self) -> Scheme {
+        let i = Scheme::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Scheme::ALL[(i + 1) % Scheme::ALL.len()]
+    }
+}
+
+/// The scheme chosen, and whether `NO_COLOR` overrules it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Theme {
-    pub color: bool,
+    pub scheme: Scheme,
+    /// `NO_COLOR` is set: monochrome whatever the scheme (no-color.org),
+    /// while `Z` and `W` still change and save the scheme.
+    pub no_color: bool,
 }
 
 impl Theme {
-    /// Colour unless `NO_COLOR` is set to anything non-empty (no-color.org).
+    /// The default scheme, monochrome if `NO_COLOR` is set to anything
+    /// non-empty.
     pub fn from_env() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Theme { color: !no_color }
+        Theme {
+            scheme: Scheme::Default,
+            no_color,
+        }
+    }
+
+    /// Attributes only.
+    pub fn mono() -> Self {
+        Theme {
+            scheme: Scheme::Mono,
+            no_color: false,
+        }
+    }
+
+    pub fn with_scheme(self, scheme: Scheme) -> Self {
+        Theme { scheme, ..self }
+    }
+
+    /// The scheme in effect on screen.
+    pub fn effective(self) -> Scheme {
+        if self.no_color {
+            Scheme::Mono
+        } else {
+            self.scheme
+        }
+    }
+
+    pub fn color(self) -> bool {
+        self.effective() != Scheme::Mono
     }
 }
 
@@ -93,6 +162,8 @@ pub struct Options {
     pub threads: bool,
     /// COMMAND as the full command line from the start (`-c`).
     pub cmdline: bool,
+    /// Processes under their parents from the start (`V`).
+    pub forest: bool,
     pub theme: Theme,
     pub width: u16,
     pub height: u16,
@@ -104,7 +175,8 @@ impl Default for Options {
             delay: 1.0,
             threads: false,
             cmdline: false,
-            theme: Theme { color: true },
+            forest: false,
+            theme: Theme::default(),
             width: 80,
             height: 24,
         }
@@ -133,6 +205,13 @@ pub struct App {
     pub extras: Extras,
     pub threads: bool,
     pub tree: bool,
+    /// `V`: processes under their parents (top's forest view).
+    pub forest: bool,
+    /// The Processes view's columns in order, COMMAND not among them (it
+    /// is always last and takes the rest of the line).
+    pub columns: Vec<ProcColumn>,
+    /// The detail pane (`Enter`) shows this PID; `Esc` closes it.
+    pub detail: Option<u32>,
     pub sort: SortKey,
     pub filter: String,
     /// `f`: the PID the cursor stays on while rows re-sort. Without it the
@@ -176,6 +255,9 @@ impl App {
             threads: opts.threads,
             cmdline: opts.cmdline,
             tree: false,
+            forest: opts.forest,
+            columns: ProcColumn::default_visible(),
+            detail: None,
             sort: SortKey {
                 column: ProcColumn::Top,
                 descending: true,
@@ -385,6 +467,27 @@ impl App {
             "COMMAND: full command lines (c: names)".into()
         } else {
             "COMMAND: names (c: full command lines)".into()
+        });
+    }
+
+    /// `Enter`: the detail pane of the process under the cursor.
+    pub(crate) fn open_detail(&mut self) {
+        self.detail = self.selected_task().map(|t| t.pid);
+    }
+
+    /// `Z`: the next colour scheme.
+    pub(crate) fn next_scheme(&mut self) {
+        self.theme = self.theme.with_scheme(self.theme.scheme.next());
+        self.message = Some(if self.theme.no_color {
+            format!(
+                "colour scheme {} (NO_COLOR is set: shown without colour)",
+                self.theme.scheme.name()
+            )
+        } else {
+            format!(
+                "colour scheme {} (Z: next, W: save)",
+                self.theme.scheme.name()
+            )
         });
     }
 

@@ -95,6 +95,12 @@ pub enum Command {
     Last,
     Threads,
     Tree,
+    Forest,
+    /// Enter: the detail pane of the selected process, or in the cgroup
+    /// grouping open/close the group.
+    Open,
+    WriteConfig,
+    Scheme,
     CmdLine,
     Group,
     /// Open (true), close (false) or toggle (None) the cgroup under the cursor.
@@ -168,6 +174,10 @@ pub const KEYMAP: &[Entry] = &[
         help: "tree: threads under their process",
     },
     Entry {
+        binds: &[(ch('V'), C::Forest)],
+        help: "forest: processes under their parents (as in top)",
+    },
+    Entry {
         binds: &[(ch('c'), C::CmdLine)],
         help: "COMMAND: full command line / name (as in top)",
     },
@@ -177,11 +187,14 @@ pub const KEYMAP: &[Entry] = &[
     },
     Entry {
         binds: &[
-            (key(K::Enter), C::Expand(None)),
             (key(K::Right), C::Expand(Some(true))),
             (key(K::Left), C::Expand(Some(false))),
         ],
         help: "grouped: open / close the group",
+    },
+    Entry {
+        binds: &[(key(K::Enter), C::Open)],
+        help: "details of the selected process (grouped: open / close the group)",
     },
     Entry {
         binds: &[(ch('<'), C::SortLeft), (ch('>'), C::SortRight)],
@@ -229,6 +242,14 @@ pub const KEYMAP: &[Entry] = &[
     Entry {
         binds: &[(ch('T'), C::GotoTime)],
         help: "replay: go to a time (14:05 UTC, +30s, -10m)",
+    },
+    Entry {
+        binds: &[(ch('Z'), C::Scheme)],
+        help: "next colour scheme: default, light, mono",
+    },
+    Entry {
+        binds: &[(ch('W'), C::WriteConfig)],
+        help: "write the settings to the configuration file (as in top)",
     },
     Entry {
         binds: &[(ch('?'), C::Help), (key(K::F(1)), C::Help)],
@@ -347,6 +368,15 @@ impl App {
                 self.rebuild();
                 return self.thread_rows();
             }
+            C::Forest => {
+                self.forest = !self.forest;
+                self.rebuild();
+            }
+            C::Open if view == View::Processes && self.group_cgroup => self.expand(None),
+            C::Open if view == View::Processes => self.open_detail(),
+            C::Open => {}
+            C::Scheme => self.next_scheme(),
+            C::WriteConfig => return Action::SaveSettings(Box::new(self.settings())),
             C::CmdLine => self.toggle_cmdline(),
             C::Group if view == View::Processes => self.toggle_group(),
             C::Expand(open) if view == View::Processes && self.group_cgroup => self.expand(open),
@@ -360,6 +390,8 @@ impl App {
             C::SortPicker => self.mode = Mode::SortPicker(self.sort.column.pos()),
             C::Filter => self.mode = Mode::Filter(self.filter.clone()),
             C::Follow => self.toggle_follow(),
+            // Esc closes the detail pane first, as it closes any pane.
+            C::Clear if self.detail.is_some() => self.detail = None,
             C::Clear => {
                 self.filter.clear();
                 self.follow = None;

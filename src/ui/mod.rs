@@ -17,6 +17,7 @@ pub mod keymap;
 pub mod prompt;
 pub mod render;
 pub mod rows;
+pub mod settings;
 mod style;
 mod tabs;
 mod term;
@@ -64,10 +65,19 @@ pub enum Cmd {
     Quit,
 }
 
+/// Writes the settings `W` saves; says where, or why not, for the status
+/// line. The mode runner owns the file; the TUI only hands settings over.
+pub type SaveSettings<'a> = &'a mut dyn FnMut(&settings::Settings) -> Result<String, String>;
+
 /// Runs the TUI: enters the terminal, draws `app` and feeds it Frames from
-/// `rx` and keys from the terminal; commands go back over `tx`. The
-/// terminal is restored on every way out.
-pub fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u8> {
+/// `rx` and keys from the terminal; commands go back over `tx`, settings
+/// to save to `save`. The terminal is restored on every way out.
+pub fn run(
+    mut app: App,
+    rx: Receiver<Msg>,
+    tx: Sender<Cmd>,
+    save: SaveSettings,
+) -> anyhow::Result<u8> {
     // SIGTERM/SIGHUP/SIGINT only set a flag; the loop notices within
     // INPUT_POLL and unwinds normally, so the guard restores the terminal.
     let signal = Arc::new(AtomicUsize::new(0));
@@ -82,7 +92,7 @@ pub fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>) -> anyhow::Result<u
     let (guard, mut term) = term::TermGuard::enter()?;
     let size = term.size()?;
     app.resize(size.width, size.height);
-    let result = event_loop(&mut term, &mut app, &rx, &tx, &signal);
+    let result = event_loop(&mut term, &mut app, &rx, &tx, &signal, save);
     let _ = tx.send(Cmd::Quit);
     drop(term);
     drop(guard);
@@ -166,6 +176,7 @@ fn event_loop(
     rx: &Receiver<Msg>,
     tx: &Sender<Cmd>,
     signal: &AtomicUsize,
+    save: SaveSettings,
 ) -> anyhow::Result<u8> {
     let mut dirty = true;
     loop {
@@ -209,6 +220,11 @@ fn event_loop(
                 }
                 Action::ThreadRows(on) => {
                     let _ = tx.send(Cmd::ThreadRows(on));
+                }
+                Action::SaveSettings(s) => {
+                    app.message = Some(match save(&s) {
+                        Ok(m) | Err(m) => m,
+                    });
                 }
                 Action::None => {}
             }

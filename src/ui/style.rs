@@ -3,21 +3,28 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use super::app::Theme;
+use super::app::{Scheme, Theme};
 
 /// Stolen time (percent of one CPU) at which a row or figure gets marked.
 pub const STOLEN_MARK_PCT: f64 = 10.0;
 
-/// Styles, each collapsing to attribute-only (bold/reverse) under NO_COLOR;
-/// only the 16 basic colours are ever used.
+/// Styles, each collapsing to attribute-only (bold/reverse) in the mono
+/// scheme and under NO_COLOR; only the 16 basic colours are ever used.
 pub(crate) struct Sty(pub Theme);
 
 impl Sty {
+    /// `c` as the scheme shows it: on a light background yellow and cyan
+    /// wash out, so they become their darker neighbours.
     pub fn fg(&self, c: Color) -> Style {
-        if self.0.color {
-            Style::new().fg(c)
-        } else {
-            Style::new()
+        match self.0.effective() {
+            Scheme::Mono => Style::new(),
+            Scheme::Default => Style::new().fg(c),
+            Scheme::Light => Style::new().fg(match c {
+                Color::Yellow => Color::Magenta,
+                Color::Magenta => Color::Blue,
+                Color::Cyan => Color::Blue,
+                c => c,
+            }),
         }
     }
     pub fn header(&self) -> Style {
@@ -36,11 +43,7 @@ impl Sty {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
     pub fn dim(&self) -> Style {
-        if self.0.color {
-            Style::new().fg(Color::DarkGray)
-        } else {
-            Style::new()
-        }
+        self.fg(Color::DarkGray)
     }
     pub fn warn(&self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)

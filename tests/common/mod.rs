@@ -6,6 +6,7 @@ pub mod netns;
 pub mod parked;
 pub mod prom;
 pub mod run;
+pub mod tmux;
 pub mod victim;
 pub mod xdp_pass;
 

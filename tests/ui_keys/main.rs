@@ -21,7 +21,8 @@ fn app(h: u16) -> App {
         delay: 1.0,
         threads: false,
         cmdline: false,
-        theme: Theme { color: true },
+        forest: false,
+        theme: Theme::default(),
         width: 120,
         height: h,
     });

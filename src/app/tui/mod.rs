@@ -11,11 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::app::cli::Cli;
+use crate::app::config;
 use crate::app::live::LiveFrames;
 use crate::app::options;
 use crate::model::frame::Frame;
 use crate::sys::ticker::Ticker;
 use crate::ui::app::{App, Options, Theme};
+use crate::ui::settings::Settings;
 use crate::ui::{Cmd, Msg};
 
 mod replay;
@@ -82,7 +84,7 @@ const FIRST_INTERVAL: f64 = 0.5;
 fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
     let sysroot = options::sysroot(cli);
     let cli_owned = cli.clone();
-    let mut delay = cli.delay;
+    let mut delay = cli.delay();
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
@@ -180,24 +182,47 @@ fn check_tty() -> anyhow::Result<()> {
 fn ui_options(cli: &Cli) -> Options {
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     Options {
-        delay: cli.delay,
+        delay: cli.delay(),
         threads: cli.threads,
         cmdline: cli.command_line,
+        forest: false,
         theme: Theme::from_env(),
         width,
         height,
     }
 }
 
-/// Runs the TUI over `rx`; log records go to its status line meanwhile.
-fn run_ui(cli: &Cli, rx: Receiver<Msg>, tx: Sender<Cmd>, warn: Sender<Msg>) -> anyhow::Result<u8> {
+/// The command line as the data thread needs it with the saved settings
+/// in: their delay, and thread rows when the saved view shows threads.
+fn with_settings(cli: &Cli, s: &Settings) -> Cli {
+    let mut c = cli.clone();
+    c.delay = s.delay.or(cli.delay);
+    c.threads = s.threads.unwrap_or(false) || s.tree.unwrap_or(false);
+    c
+}
+
+/// Runs the TUI over `rx`, starting from `settings`; log records go to its
+/// status line meanwhile, and the configuration file's warning is the
+/// first thing it shows.
+fn run_ui(
+    cli: &Cli,
+    (settings, warning): (Settings, Option<String>),
+    (rx, tx, warn): Channels,
+) -> anyhow::Result<u8> {
+    if let Some(w) = &warning {
+        log::warn!("{w}");
+    }
+    let mut app = App::new(ui_options(cli));
+    app.apply_settings(&settings);
+    app.message = warning;
     let warn = Mutex::new(warn);
     crate::app::logger::redirect(Box::new(move |m: &str| {
         if let Ok(w) = warn.lock() {
             let _ = w.send(Msg::Warn(m.to_string()));
         }
     }));
-    let res = crate::ui::run(App::new(ui_options(cli)), rx, tx);
+    let mut save = config::saver(cli);
+    let res = crate::ui::run(app, rx, tx, &mut save);
     crate::app::logger::redirect_end();
     res
 }
@@ -205,16 +230,20 @@ fn run_ui(cli: &Cli, rx: Receiver<Msg>, tx: Sender<Cmd>, warn: Sender<Msg>) -> a
 /// `nettop`: the live TUI.
 pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     check_tty()?;
+    let settings = config::for_tui(cli);
+    let data_cli = with_settings(cli, &settings.0);
     // Collector errors (no permission, bad --sysroot, BPF refused) surface
     // here, before raw mode, as plain text.
-    let (rx, tx, warn) = start_live(cli)?;
-    run_ui(cli, rx, tx, warn)
+    let channels = start_live(&data_cli)?;
+    run_ui(cli, settings, channels)
 }
 
 /// `nettop --replay FILE`: a recording in the TUI.
 pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     let (rec, span) = open_replay(cli, file)?;
     check_tty()?;
-    let (rx, tx, warn) = start_replay(cli, file, rec, span)?;
-    run_ui(cli, rx, tx, warn)
+    let settings = config::for_tui(cli);
+    let data_cli = with_settings(cli, &settings.0);
+    let channels = start_replay(&data_cli, file, rec, span)?;
+    run_ui(cli, settings, channels)
 }

@@ -196,7 +196,7 @@ pub(super) fn start_replay(
         };
         let _ = extras_tx.send(Msg::Extras(extras));
     });
-    let delay = cli.delay;
+    let delay = cli.delay();
     let warn = tx.clone();
     std::thread::spawn(move || replay_loop(RecordingFrames { rec, span }, delay, names, crx, tx));
     Ok((rx, ctx, warn))

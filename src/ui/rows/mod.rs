@@ -23,7 +23,8 @@ pub mod pinning;
 pub mod processes;
 pub mod topology;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum View {
     Processes,
     Cpus,
