@@ -46,8 +46,9 @@ pub enum Mode {
     Delay(String),
     /// Replay: time to jump to, as typed.
     Goto(String),
-    /// Sort picker with the highlighted column index.
-    SortPicker(usize),
+    /// The fields screen ([`super::fields`]): the highlighted line, and
+    /// whether its column is being moved.
+    Fields { at: usize, moving: bool },
 }
 
 /// What the run loop must do after an event.
@@ -444,10 +445,24 @@ impl App {
         });
     }
 
+    /// `<`/`>`: the sort moves to the shown column left or right (top's),
+    /// COMMAND being the last.
     pub(crate) fn shift_sort(&mut self, d: isize) {
-        let n = ProcColumn::ALL.len() as isize;
-        let i = (self.sort.column.pos() as isize + d).clamp(0, n - 1) as usize;
-        self.set_sort(ProcColumn::ALL[i]);
+        let shown: Vec<ProcColumn> = self
+            .columns
+            .iter()
+            .copied()
+            .chain([ProcColumn::Command])
+            .collect();
+        let n = shown.len() as isize;
+        let Some(now) = shown.iter().position(|c| *c == self.sort.column) else {
+            // Sorted by a hidden column: the first step lands on the edge.
+            let edge = if d < 0 { 0 } else { shown.len() - 1 };
+            self.set_sort(shown[edge]);
+            return;
+        };
+        let i = (now as isize + d).clamp(0, n - 1) as usize;
+        self.set_sort(shown[i]);
     }
 
     pub(crate) fn set_sort(&mut self, c: ProcColumn) {

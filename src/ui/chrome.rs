@@ -10,7 +10,6 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
 use super::style::{STOLEN_MARK_PCT, Sty};
 use super::{keymap, tabs, views};
-use crate::output::columns::ProcColumn;
 use crate::output::format::{fmt_pct, fmt_rate, hms};
 use crate::sample::Regime;
 
@@ -294,20 +293,58 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     );
 }
 
-pub(crate) fn draw_picker(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, sel: usize) {
-    let r = centered(area, 60, ProcColumn::ALL.len() as u16 + 2);
+/// The fields screen: `*` marks a shown column, `▼`/`▲` the sort column;
+/// a column being moved is drawn in the accent colour.
+pub(crate) fn draw_fields(
+    f: &mut TermFrame,
+    app: &App,
+    s: &Sty,
+    area: Rect,
+    at: usize,
+    moving: bool,
+) {
+    let fields = app.fields();
+    let r = centered(area, 66, fields.len() as u16 + 3);
     f.render_widget(Clear, r);
-    let lines: Vec<Line> = ProcColumn::ALL
+    let mut lines: Vec<Line> = fields
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            let mark = if *c == app.sort.column { "*" } else { " " };
-            let l = Line::from(format!("{mark}{:<8} {}", c.title(), c.describe()));
-            if i == sel { l.style(s.selected()) } else { l }
+        .map(|(i, fl)| {
+            let shown = if fl.shown { "*" } else { " " };
+            let sort = match (fl.column == app.sort.column, app.sort.descending) {
+                (false, _) => " ",
+                (true, true) => "▼",
+                (true, false) => "▲",
+            };
+            let l = Line::from(format!(
+                "{shown}{sort} {:<11} {}",
+                fl.column.title(),
+                fl.column.describe()
+            ));
+            match (i == at, moving) {
+                (true, true) => l.style(s.accent().patch(s.selected())),
+                (true, false) => l.style(s.selected()),
+                _ if !fl.shown => l.style(s.dim()),
+                _ => l,
+            }
         })
         .collect();
+    lines.push(Line::styled(
+        if moving {
+            " Up/Down move it · Left/Enter put it down"
+        } else {
+            " Space show/hide · Right move · Enter/s sort · W save · Esc"
+        },
+        s.dim(),
+    ));
+    // On a short terminal the list scrolls so the highlighted line shows.
+    let inner = r.height.saturating_sub(2) as usize;
+    let skip = (at + 2).saturating_sub(inner).min(lines.len().saturating_sub(inner));
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(" sort by (Enter picks, Esc cancels) ");
-    f.render_widget(Paragraph::new(lines).block(block), r);
+        .title(" fields: * shown, ▼ sort ");
+    f.render_widget(
+        Paragraph::new(lines.split_off(skip.min(lines.len()))).block(block),
+        r,
+    );
 }

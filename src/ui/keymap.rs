@@ -107,7 +107,7 @@ pub enum Command {
     Expand(Option<bool>),
     SortLeft,
     SortRight,
-    SortPicker,
+    Fields,
     Reverse,
     Filter,
     Follow,
@@ -175,7 +175,7 @@ pub const KEYMAP: &[Entry] = &[
     },
     Entry {
         binds: &[(ch('V'), C::Forest)],
-        help: "forest: processes under their parents (as in top)",
+        help: "forest: processes under parents (as in top)",
     },
     Entry {
         binds: &[(ch('c'), C::CmdLine)],
@@ -194,15 +194,19 @@ pub const KEYMAP: &[Entry] = &[
     },
     Entry {
         binds: &[(key(K::Enter), C::Open)],
-        help: "details of the selected process (grouped: open / close the group)",
+        help: "detail pane (grouped: open / close the group)",
     },
     Entry {
         binds: &[(ch('<'), C::SortLeft), (ch('>'), C::SortRight)],
         help: "sort by the column left / right",
     },
     Entry {
-        binds: &[(ch('F'), C::SortPicker), (ch('s'), C::SortPicker)],
-        help: "sort column picker",
+        binds: &[
+            (ch('F'), C::Fields),
+            (ch('s'), C::Fields),
+            (key(K::F(2)), C::Fields),
+        ],
+        help: "fields: sort by, show / hide / move columns",
     },
     Entry {
         binds: &[(ch('R'), C::Reverse)],
@@ -249,7 +253,7 @@ pub const KEYMAP: &[Entry] = &[
     },
     Entry {
         binds: &[(ch('W'), C::WriteConfig)],
-        help: "write the settings to the configuration file (as in top)",
+        help: "write settings to the config file (as in top)",
     },
     Entry {
         binds: &[(ch('?'), C::Help), (key(K::F(1)), C::Help)],
@@ -333,8 +337,8 @@ impl App {
             }
             Mode::Delay(buf) => self.key_delay(k, buf),
             Mode::Goto(buf) => self.key_goto(k, buf),
-            Mode::SortPicker(i) => {
-                self.key_picker(k, i);
+            Mode::Fields { at, moving } => {
+                self.key_fields(k, at, moving);
                 Action::None
             }
         }
@@ -387,7 +391,7 @@ impl App {
                 self.sort.descending = !self.sort.descending;
                 self.rebuild();
             }
-            C::SortPicker => self.mode = Mode::SortPicker(self.sort.column.pos()),
+            C::Fields => self.open_fields(),
             C::Filter => self.mode = Mode::Filter(self.filter.clone()),
             C::Follow => self.toggle_follow(),
             // Esc closes the detail pane first, as it closes any pane.

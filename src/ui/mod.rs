@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod chrome;
+mod fields;
 #[cfg(feature = "testing")]
 pub mod fixtures;
 pub mod keymap;

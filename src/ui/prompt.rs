@@ -1,12 +1,11 @@
-//! The status-line prompts (filter, delay, go to time) and the sort picker:
-//! keys while one of them is open. The keys of the views themselves are in
+//! The status-line prompts (filter, delay, go to time): keys while one of
+//! them is open. The keys of the views themselves are in
 //! [`super::keymap`].
 
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{Action, App, Mode};
 use super::rows::View;
-use crate::output::columns::ProcColumn;
 
 impl App {
     pub(crate) fn key_filter(&mut self, k: KeyEvent, mut buf: String) {
@@ -83,21 +82,6 @@ impl App {
             _ => self.mode = Mode::Goto(buf),
         }
         Action::None
-    }
-
-    pub(crate) fn key_picker(&mut self, k: KeyEvent, i: usize) {
-        let n = ProcColumn::ALL.len();
-        match k.code {
-            KeyCode::Up | KeyCode::Char('k') => self.mode = Mode::SortPicker(i.saturating_sub(1)),
-            KeyCode::Down | KeyCode::Char('j') => self.mode = Mode::SortPicker((i + 1).min(n - 1)),
-            KeyCode::Home => self.mode = Mode::SortPicker(0),
-            KeyCode::End => self.mode = Mode::SortPicker(n - 1),
-            KeyCode::Enter | KeyCode::Char('s') | KeyCode::Char('F') => {
-                self.set_sort(ProcColumn::ALL[i.min(n - 1)]);
-            }
-            KeyCode::Esc | KeyCode::Char('q') => {}
-            _ => self.mode = Mode::SortPicker(i),
-        }
     }
 }
 

@@ -32,7 +32,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     f.render_widget(Paragraph::new(chrome::status_line(app, &s)), status);
     match &app.mode {
         Mode::Help => chrome::draw_help(f, app, &s, area),
-        Mode::SortPicker(i) => chrome::draw_picker(f, app, &s, area, *i),
+        Mode::Fields { at, moving } => chrome::draw_fields(f, app, &s, area, *at, *moving),
         _ => {}
     }
 }

@@ -66,7 +66,8 @@ pub fn fit(s: &str, w: usize, right: bool) -> String {
 }
 
 /// Chooses which columns fit `avail`: take them in priority order while
-/// they fit, then show them in display order.
+/// they fit (a column listed twice counts once), then show them in
+/// display order.
 pub fn fit_columns<C: Copy + PartialEq>(
     display: &[(C, u16)],
     priority: &[C],
@@ -76,6 +77,9 @@ pub fn fit_columns<C: Copy + PartialEq>(
     let mut used = flex_min;
     let mut chosen: Vec<C> = Vec::new();
     for c in priority {
+        if chosen.contains(c) {
+            continue;
+        }
         if let Some((_, w)) = display.iter().find(|(d, _)| d == c)
             && used + w < avail
         {

@@ -133,12 +133,13 @@ fn state(a: &App) -> String {
     let mut open: Vec<u64> = a.expanded.iter().copied().collect();
     open.sort_unstable();
     format!(
-        "{:?} {:?}",
+        "{:?} {:?} {:?}",
         (
             a.view, &a.mode, a.sort, a.threads, a.tree, &a.filter, a.follow, a.paused, a.delay,
             a.replay, &a.message, a.pos,
         ),
-        (a.group_cgroup, open)
+        (a.group_cgroup, open),
+        (a.forest, a.detail, &a.columns, a.theme, a.cmdline),
     )
 }
 

@@ -4,6 +4,7 @@
 //! the help overlay lists exactly the keys that do something; `selection`
 //! where the cursor goes when the rows re-sort under it.
 
+mod fields;
 mod help;
 mod selection;
 
@@ -115,7 +116,7 @@ fn sort_moves_between_columns_and_reverses() {
 fn sort_picker_picks_stolen() {
     let mut a = app(30);
     key(&mut a, KeyCode::Char('F'));
-    assert!(matches!(a.mode, Mode::SortPicker(_)));
+    assert!(matches!(a.mode, Mode::Fields { .. }));
     key(&mut a, KeyCode::Home);
     for _ in 0..6 {
         key(&mut a, KeyCode::Down);

@@ -39,12 +39,15 @@ pub(crate) fn header(app: &App) -> String {
 pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     // Marker column (1) + spacing, then the rest.
     let avail = area.width.saturating_sub(2);
-    let fixed: Vec<(ProcColumn, u16)> = ProcColumn::ALL
+    // The chosen columns in their order; on a narrow terminal the most
+    // wanted of them (PRIORITY, then the rest as chosen) are kept.
+    let fixed: Vec<(ProcColumn, u16)> = app.columns.iter().map(|c| (*c, c.width())).collect();
+    let priority: Vec<ProcColumn> = PRIORITY
         .iter()
-        .filter(|c| **c != ProcColumn::Command)
-        .map(|c| (*c, c.width()))
+        .copied()
+        .chain(app.columns.iter().copied())
         .collect();
-    let mut cols = fit_columns(&fixed, &PRIORITY, avail, ProcColumn::Command.width());
+    let mut cols = fit_columns(&fixed, &priority, avail, ProcColumn::Command.width());
     // Command goes last and takes what is left, as in top and htop.
     cols.push(ProcColumn::Command);
     let used: u16 = cols

@@ -1,0 +1,99 @@
+//! The configuration file end to end: the real binary in a real terminal
+//! (tmux) saves its settings with `W`, starts again with them, and starts
+//! with one warning line from a broken file.
+
+mod common;
+
+use common::tmux::Tmux;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nettop");
+
+/// The command that runs nettop with its configuration under `dir`.
+fn nettop_in(dir: &std::path::Path, args: &str) -> String {
+    format!(
+        "env XDG_CONFIG_HOME={} {BIN} --no-bpf {args}",
+        dir.display()
+    )
+}
+
+#[test]
+fn w_then_restart_keeps_the_sort_columns_and_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(t) = Tmux::start("cfg-save", &nettop_in(dir.path(), "-d 0.5"), 140, 30) else {
+        return common::skip("w_then_restart_keeps_the_sort", "tmux not installed");
+    };
+    t.wait_text("sort TOP%▼");
+    // Sort by STOLEN via the fields screen, hide USER, then save.
+    t.keys(&["F"]);
+    t.wait_text("fields:");
+    // The list starts PID, USER, TOP%, ONCPU%, TRUE%, GAP, STOLEN%.
+    t.keys(&["Home", "Down", "Space"]);
+    // USER hidden, the cursor is on TOP%; STOLEN% is four lines down.
+    t.keys(&["Down", "Down", "Down", "Down"]);
+    t.keys(&["Enter"]);
+    t.wait_text("sort STOLEN%▼");
+    t.keys(&["W"]);
+    let file = dir.path().join("nettop/config.toml");
+    t.wait_text("settings written to");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+    let saved = std::fs::read_to_string(&file).expect("W wrote no file");
+    assert!(saved.contains("sort = \"stolen\""), "{saved}");
+    assert!(!saved.contains("\"user\""), "{saved}");
+    drop(t);
+
+    let Some(t) = Tmux::start("cfg-load", &nettop_in(dir.path(), "-d 0.5"), 140, 30) else {
+        return;
+    };
+    let s = t.wait_text("sort STOLEN%▼");
+    let header = s.lines().find(|l| l.contains("PID ")).unwrap().to_string();
+    assert!(!header.contains("USER"), "USER came back:\n{s}");
+    assert!(header.contains("STOLEN%▼"), "{s}");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+    drop(t);
+
+    // Flags win over the file; --no-config ignores it.
+    let Some(t) = Tmux::start("cfg-none", &nettop_in(dir.path(), "--no-config"), 140, 30) else {
+        return;
+    };
+    t.wait_text("sort TOP%▼");
+    t.keys(&["W"]);
+    t.wait_text("not saved: --no-config");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+}
+
+#[test]
+fn a_broken_file_starts_with_one_warning_and_the_good_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("nettop")).unwrap();
+    std::fs::write(
+        dir.path().join("nettop/config.toml"),
+        "sort = \"net_rx\"\ndelay = \"fast\"\ncolor_scheme = \"neon\"\n",
+    )
+    .unwrap();
+    let Some(t) = Tmux::start("cfg-bad", &nettop_in(dir.path(), ""), 200, 30) else {
+        return common::skip("a_broken_file_starts_with_one_warning", "tmux not installed");
+    };
+    let s = t.wait_text("sort NET_RX%▼");
+    let warn: Vec<&str> = s.lines().filter(|l| l.contains("config.toml")).collect();
+    assert_eq!(warn.len(), 1, "one warning line:\n{s}");
+    assert!(
+        warn[0].contains("delay") && warn[0].contains("color_scheme"),
+        "{s}"
+    );
+    t.keys(&["q"]);
+    t.assert_restored(0);
+
+    // A file that is not TOML at all: still starts, with the defaults.
+    std::fs::write(dir.path().join("nettop/config.toml"), "sort = [\n").unwrap();
+    drop(t);
+    let Some(t) = Tmux::start("cfg-syntax", &nettop_in(dir.path(), ""), 200, 30) else {
+        return;
+    };
+    let s = t.wait_text("sort TOP%▼");
+    assert!(s.contains("config.toml: line 1"), "{s}");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+}
