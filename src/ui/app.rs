@@ -41,7 +41,9 @@ pub struct ListPos {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mode {
     Normal,
-    Help,
+    /// The help overlay, scrolled down this many lines (a short terminal
+    /// cannot show all of it).
+    Help(u16),
     Filter(String),
     Delay(String),
     /// Replay: time to jump to, as typed.

@@ -248,7 +248,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, off: u16) {
     // The frame's notes on how TRUE% is computed, wrapped below the keys.
     let notes: Vec<&str> = app
         .frame
@@ -263,7 +263,8 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         .map(|n| (n.chars().count() as u16).div_ceil(68) + 1)
         .sum();
     let rows = keymap::help();
-    let r = centered(area, 72, rows.len() as u16 + 4 + note_rows);
+    let rows_len = rows.len();
+    let r = centered(area, 72, rows_len as u16 + 4 + note_rows);
     f.render_widget(Clear, r);
     let mut lines: Vec<Line> = rows
         .into_iter()
@@ -282,13 +283,21 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(format!(" {n}"), s.dim())));
     }
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" nettop keys (read-only: nothing is ever killed) ");
+    // Scrolled no further than the last line at the bottom; a title says
+    // when there is more than the terminal shows.
+    let total = rows_len as u16 + 4 + note_rows;
+    let off = off.min(total.saturating_sub(r.height));
+    let title = if total > r.height {
+        " nettop keys (↑↓ scroll; nothing is ever killed) "
+    } else {
+        " nettop keys (read-only: nothing is ever killed) "
+    };
+    let block = Block::default().borders(Borders::ALL).title(title);
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false }),
+            .wrap(Wrap { trim: false })
+            .scroll((off, 0)),
         r,
     );
 }

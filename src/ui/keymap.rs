@@ -257,7 +257,7 @@ pub const KEYMAP: &[Entry] = &[
     },
     Entry {
         binds: &[(ch('?'), C::Help), (key(K::F(1)), C::Help)],
-        help: "this help (any key closes)",
+        help: "this help (arrows scroll, other keys close)",
     },
     Entry {
         binds: &[
@@ -329,8 +329,19 @@ impl App {
                 self.message = None;
                 lookup(&k, false).map_or(Action::None, |c| self.run(c))
             }
-            // Any key closes help; `q` closes it rather than quitting, as in htop.
-            Mode::Help => Action::None,
+            // The arrows scroll the help; any other key closes it, `q`
+            // too rather than quitting, as in htop.
+            Mode::Help(off) => {
+                let page = self.viewport(self.view) as u16;
+                self.mode = match k.code {
+                    KeyCode::Down | KeyCode::Char('j') => Mode::Help(off.saturating_add(1)),
+                    KeyCode::Up | KeyCode::Char('k') => Mode::Help(off.saturating_sub(1)),
+                    KeyCode::PageDown => Mode::Help(off.saturating_add(page)),
+                    KeyCode::PageUp => Mode::Help(off.saturating_sub(page)),
+                    _ => Mode::Normal,
+                };
+                Action::None
+            }
             Mode::Filter(buf) => {
                 self.key_filter(k, buf);
                 Action::None
@@ -349,7 +360,7 @@ impl App {
         let page = self.viewport(view) as isize;
         match c {
             C::Quit => return Action::Quit,
-            C::Help => self.mode = Mode::Help,
+            C::Help => self.mode = Mode::Help(0),
             C::NextView => self.set_view(View::ALL[(view.index() + 1) % View::ALL.len()]),
             C::PrevView => {
                 let n = View::ALL.len();

@@ -31,7 +31,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     views::draw(f, app, &s, body);
     f.render_widget(Paragraph::new(chrome::status_line(app, &s)), status);
     match &app.mode {
-        Mode::Help => chrome::draw_help(f, app, &s, area),
+        Mode::Help(off) => chrome::draw_help(f, app, &s, area, *off),
         Mode::Fields { at, moving } => chrome::draw_fields(f, app, &s, area, *at, *moving),
         _ => {}
     }

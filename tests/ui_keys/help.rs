@@ -146,7 +146,7 @@ fn state(a: &App) -> String {
 #[test]
 fn help_lists_exactly_the_keys_that_do_something() {
     let mut shown = app(30);
-    shown.mode = Mode::Help;
+    shown.mode = Mode::Help(0);
     let help = keys_in_drawn_help(&shown);
     let reacts = |k: &KeyEvent| {
         starting_states().into_iter().any(|mut a| {
@@ -182,4 +182,30 @@ fn help_lists_exactly_the_keys_that_do_something() {
         "keys in the help that do nothing: {dead:?}"
     );
     assert!(handled.len() >= 30, "only {} keys react", handled.len());
+}
+
+/// The help on a 80x24 terminal is longer than the screen: the arrows
+/// scroll it to its last line, and any other key closes it.
+#[test]
+fn help_scrolls_on_a_short_terminal() {
+    use ratatui::{Terminal, backend::TestBackend};
+    let draw = |a: &App| {
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| nettop::ui::render::draw(f, a)).unwrap();
+        t.backend().to_string()
+    };
+    let mut a = app(24);
+    a.resize(80, 24);
+    key(&mut a, KeyCode::Char('?'));
+    let top = draw(&a);
+    assert!(top.contains("↑↓ scroll"), "{top}");
+    assert!(!top.contains("wheel scrolls"), "{top}");
+    for _ in 0..40 {
+        key(&mut a, KeyCode::Down);
+    }
+    let bottom = draw(&a);
+    assert!(bottom.contains("wheel scrolls"), "{bottom}");
+    assert!(!bottom.contains("next / previous view"), "{bottom}");
+    key(&mut a, KeyCode::Char('x'));
+    assert_eq!(a.mode, Mode::Normal);
 }

@@ -274,7 +274,7 @@ fn threads_toggle_and_tree() {
 fn quit_help_and_ctrl_c() {
     let mut a = app(30);
     assert_eq!(key(&mut a, KeyCode::Char('?')), Action::None);
-    assert_eq!(a.mode, Mode::Help);
+    assert_eq!(a.mode, Mode::Help(0));
     // q closes help instead of quitting.
     assert_eq!(key(&mut a, KeyCode::Char('q')), Action::None);
     assert_eq!(a.mode, Mode::Normal);
