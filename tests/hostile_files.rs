@@ -345,3 +345,45 @@ fn rotated_parts_never_exceed_max_size() {
         assert!(rec.closed_cleanly(), "{}", p.display());
     }
 }
+
+/// A symlinked directory is refused with or without a trailing slash: with
+/// one, lstat resolved the link and `--record link/` wrote into the
+/// target (issue 23).
+#[test]
+fn record_dir_with_a_trailing_slash_does_not_follow_a_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for arg in [
+        link.display().to_string(),
+        format!("{}/", link.display()),
+        format!("{}//", link.display()),
+    ] {
+        let out = output_within(
+            nettop().args(record_args(Path::new(&arg))).args(["-n", "1"]),
+            LIMIT,
+            "--record through a symlinked directory",
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "--record {arg}: {err}");
+        assert!(err.contains("symbolic link"), "--record {arg}: {err}");
+        assert_eq!(
+            std::fs::read_dir(&target).unwrap().count(),
+            0,
+            "--record {arg} wrote through the symlink"
+        );
+    }
+    // The real directory with a slash is still a directory target.
+    let out = output_within(
+        nettop()
+            .args(record_args(Path::new(&format!("{}/", target.display()))))
+            .args(["-n", "1"]),
+        LIMIT,
+        "--record DIR/",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 1);
+}

@@ -30,10 +30,26 @@ pub enum Target {
 
 impl Target {
     /// A directory when `path` is one (or names one with a trailing `/`).
+    /// The directory is kept without its trailing slashes: with them,
+    /// `lstat` and `open` resolve a symlink (POSIX path resolution), and
+    /// `--record link/` slipped past the symlink check that `--record link`
+    /// met.
     pub fn of(path: &Path) -> Target {
-        let slash = path.as_os_str().as_encoded_bytes().ends_with(b"/");
+        let bytes = path.as_os_str().as_encoded_bytes();
+        // "/" or "///" stay the root.
+        let end = bytes
+            .iter()
+            .rposition(|b| *b != b'/')
+            .map_or(bytes.len().min(1), |i| i + 1);
+        let bare = &bytes[..end];
+        let slash = bare.len() < bytes.len();
+        // SAFETY: `bare` is a prefix of an OsStr's encoded bytes that ends
+        // just before an ASCII '/' (or is empty or "/"), a split at an ASCII
+        // character, so it is valid OsStr encoding, as
+        // `from_encoded_bytes_unchecked` requires.
+        let bare = Path::new(unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(bare) });
         if slash || path.is_dir() {
-            Target::Dir(path.to_path_buf())
+            Target::Dir(bare.to_path_buf())
         } else {
             Target::File(path.to_path_buf())
         }
