@@ -221,7 +221,7 @@ impl Collector {
                     if let Some(c) = r.tasks.get(&t.tid)
                         && c.start_boottime_ns / ns_per_tick == t.start_ticks
                     {
-                        t.irq = Some(c.acct.clone());
+                        t.irq = Some(Box::new(c.acct.clone()));
                     }
                 }
             }

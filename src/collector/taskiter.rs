@@ -146,6 +146,12 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
     let mut procs: HashMap<u32, ProcAcc> = HashMap::new();
     let mut aff = AffinityCache::default();
     let wanted = |tgid: u32| opts.pids.is_empty() || opts.pids.contains(&tgid);
+    // At most one thread row per record: sized once, the row vector does
+    // not double its way to 30,000 rows (holding old and new buffers at
+    // the peak).
+    if opts.threads {
+        out.threads.reserve_exact(bytes.len() / rec_len);
+    }
     let mut off = 0usize;
     while off < bytes.len() {
         let Some(r) = bytes.get(off..).and_then(from_bytes::<types::nt_task_rec>) else {
@@ -217,7 +223,7 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
                 last_cpu: r.cpu,
                 affinity: aff.get(&r, opts.nr_cpus),
                 kthread: r.flags & PF_KTHREAD != 0,
-                irq: own,
+                irq: own.map(Box::new),
                 ppid: r.ppid,
                 nr_threads: 0,
                 cgroup_id: r.cgroup_id,
@@ -240,7 +246,7 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
             a.row.utime_ticks = ticks(u, opts.clk_tck);
             a.row.stime_ticks = ticks(s, opts.clk_tck);
             a.row.on_cpu_ns = rtime;
-            a.row.irq = a.irq;
+            a.row.irq = a.irq.map(Box::new);
             a.row
         })
         .collect();

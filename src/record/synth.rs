@@ -100,7 +100,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 last_cpu: (i % u64::from(ncpus.max(1))) as u32,
                 affinity: format!("0-{}", ncpus.saturating_sub(1)),
                 kthread,
-                irq: (busy > 0).then(|| irq(k, 1 + i % 3)),
+                irq: (busy > 0).then(|| Box::new(irq(k, 1 + i % 3))),
                 ppid,
                 // Leaders only, as collected (process rows take the
                 // leader's). Real kernel threads have none; synth's
@@ -210,7 +210,7 @@ pub fn sample_with_cgroups(k: u64, ntasks: usize, ncpus: u32, ncgroups: u64) -> 
                 p.on_cpu_ns += t.on_cpu_ns;
                 p.nr_threads += 1;
                 if let Some(a) = &t.irq {
-                    p.irq.get_or_insert_with(IrqAcct::default).add(a);
+                    p.irq.get_or_insert_with(Box::default).add(a);
                 }
             }
             _ => {

@@ -235,11 +235,11 @@ fn raw_task(x: &T, cur: bool, bpf: bool) -> RawTask {
         affinity: x.aff.into(),
         kthread: x.kthread,
         irq: bpf.then(|| {
-            if cur {
+            Box::new(if cur {
                 x.irq.acct()
             } else {
                 IrqAcct::default()
-            }
+            })
         }),
         ..Default::default()
     }

@@ -14,7 +14,7 @@ fn nested_hardirq_in_softirq_counts_once() {
     };
     acct.softirq_ns[CTX_STOLEN][NET_RX] = 500 * MS;
     let mut t = task(5, 5, 1, "spin", (100, 0), S, 0);
-    t.irq = Some(acct.clone());
+    t.irq = Some(Box::new(acct.clone()));
     let (prev, cur) = pair(
         Source::Bpf,
         (

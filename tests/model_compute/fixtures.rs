@@ -232,13 +232,13 @@ pub fn bpf_pair() -> (RawSample, RawSample) {
     let c1 = cpu(1, times(0, 0, 0, 0, 100), Some(IrqAcct::default()));
 
     let mut ks_p = kthread(task(9, 9, 1, "ksoftirqd/0", (0, 0), 0, 0));
-    ks_p.irq = Some(IrqAcct::default());
+    ks_p.irq = Some(Box::new(IrqAcct::default()));
     let mut ks = kthread(task(9, 9, 1, "ksoftirqd/0", (0, 5), 5 * MS, 0));
-    ks.irq = Some(ks_irq);
+    ks.irq = Some(Box::new(ks_irq));
 
     let victim_p = task(100, 100, 50, "victim", (0, 0), 0, 0);
     let mut victim = task(100, 100, 50, "victim", (80, 10), 900 * MS, 0);
-    victim.irq = Some(t_irq);
+    victim.irq = Some(Box::new(t_irq));
 
     let (mut prev, mut cur) = pair(
         Source::Bpf,

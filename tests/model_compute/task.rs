@@ -80,17 +80,17 @@ fn unknown_regime_computes_like_tick_based_and_says_so() {
 #[test]
 fn pid_reuse_is_a_new_task() {
     let mut old = task(200, 200, 1000, "old", (400, 100), 5 * S, 0);
-    old.irq = Some(IrqAcct {
+    old.irq = Some(Box::new(IrqAcct {
         hardirq_ns: S,
         hardirq_count: 99999,
         ..Default::default()
-    });
+    }));
     let mut new = task(200, 200, 2000, "new", (10, 0), 100 * MS, 0);
-    new.irq = Some(IrqAcct {
+    new.irq = Some(Box::new(IrqAcct {
         hardirq_ns: 10 * MS,
         hardirq_count: 5,
         ..Default::default()
-    });
+    }));
     let c = |n| vec![cpu(0, times(n, 0, 0, 0, 100 - n), None)];
     let (prev, cur) = pair(Source::Bpf, (c(0), vec![old]), (c(10), vec![new]));
     let f = compute(&host(Regime::TickBased), &prev, &cur);
@@ -191,11 +191,11 @@ fn process_rows_sum_threads() {
     // A second thread of the victim on CPU 1 with 50 device interrupts.
     prev.tasks.push(task(100, 101, 60, "worker", (0, 0), 0, 1));
     let mut w = task(100, 101, 60, "worker", (20, 0), 200 * MS, 1);
-    w.irq = Some(IrqAcct {
+    w.irq = Some(Box::new(IrqAcct {
         hardirq_ns: 10 * MS,
         hardirq_count: 50,
         ..Default::default()
-    });
+    }));
     cur.tasks.push(w);
     cur.cpus[1].times = Some(times(18, 0, 2, 0, 80));
     cur.cpus[1].irq = Some(IrqAcct {

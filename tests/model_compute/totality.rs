@@ -150,7 +150,7 @@ fn arb_sample() -> impl Strategy<Value = RawSample> {
                     stime_ticks: v[1],
                     on_cpu_ns: v[2],
                     last_cpu: cpu,
-                    irq,
+                    irq: irq.map(Box::new),
                     ..Default::default()
                 })
                 .collect(),

@@ -40,7 +40,7 @@ pub(super) fn task_delta(
     let mut td = TaskDelta {
         ticks: d(p_ticks, ticks(c)),
         on_cpu_ns: d(p_on, c.on_cpu_ns),
-        irq: irq_delta(p.and_then(|p| p.irq.as_ref()), c.irq.as_ref()),
+        irq: irq_delta(p.and_then(|p| p.irq.as_deref()), c.irq.as_deref()),
         ..Default::default()
     };
     let Some(cpu) = cpus.get(&c.last_cpu).filter(|k| k.valid) else {

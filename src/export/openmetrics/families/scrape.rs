@@ -152,7 +152,7 @@ fn rows(s: &RawSample, threads: bool) -> BTreeMap<(u32, u32), TaskAgg> {
                 utime: t.utime_ticks,
                 stime: t.stime_ticks,
                 on_cpu_ns: t.on_cpu_ns,
-                irq: t.irq.clone(),
+                irq: t.irq.as_deref().cloned(),
             };
             ((t.tgid, t.tid), agg)
         })
