@@ -9,12 +9,14 @@ export DEBIAN_FRONTEND=noninteractive
 # iperf3 (accuracy test traffic), util-linux (taskset), procps (top),
 # tmux (TUI tests), hwloc, prometheus (promtool for --serve output), atop.
 # Packaging test: systemd (systemd-analyze verify), man-db (man -l),
-# binutils (readelf) and dpkg-dev (cargo-deb's dpkg-shlibdeps).
+# binutils (readelf), dpkg-dev (cargo-deb's dpkg-shlibdeps) and
+# init-system-helpers (deb-systemd-helper, which the package's maintainer
+# scripts run).
 APT_PACKAGES=(
     build-essential ca-certificates curl git
     clang llvm libelf-dev zlib1g-dev pkg-config libhwloc-dev libudev-dev
     bpftool iproute2 iperf3 util-linux procps tmux hwloc prometheus atop jq
-    systemd man-db binutils dpkg-dev
+    systemd man-db binutils dpkg-dev init-system-helpers
 )
 
 install_system_packages() {

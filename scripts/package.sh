@@ -17,10 +17,14 @@ command -v cargo-deb >/dev/null || {
     exit 2
 }
 cargo build --release --locked --bin nettop >&2
+# The binary cargo just built: in CARGO_TARGET_DIR when that is set, as
+# cargo-deb packages it from there too, else in ./target.
+bin="${CARGO_TARGET_DIR:-target}/release/nettop"
+# Crate-relative, where Cargo.toml's assets name them.
 gen=target/packaging
 rm -rf "$gen"
 mkdir -p "$gen"
-target/release/nettop --generate man "$gen" >/dev/null
-target/release/nettop --generate completions "$gen" >/dev/null
+"$bin" --generate man "$gen" >/dev/null
+"$bin" --generate completions "$gen" >/dev/null
 gzip -9n "$gen/nettop.1"
 cargo deb --no-build --locked --quiet

@@ -113,3 +113,35 @@ fn batch_and_tui_print_the_same_cells() {
         assert_eq!(b, t, "row {id}: batch vs TUI");
     }
 }
+
+/// README's words for the cells a `/proc`-only frame cannot fill are the
+/// ones the column table prints (issue 23: it said `-` while nettop
+/// printed `n/a`).
+#[test]
+fn readme_names_the_placeholders_the_columns_print() {
+    use nettop::output::columns::{ProcColumn, RowCtx};
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let f = fixtures::busy_host();
+    let t = &f.processes[0];
+    let users = std::collections::HashMap::new();
+    let cx = |traced| RowCtx {
+        users: &users,
+        cpu_node: &[],
+        traced,
+        cmdline: false,
+    };
+    let untraced = ProcColumn::NetRx.text(t, &cx(false));
+    assert!(
+        flat.contains(&format!("can measure print `{untraced}`")),
+        "README must say the tracer-only columns print `{untraced}` without BPF"
+    );
+    let mut idle = t.clone();
+    idle.softirq_stolen_pct = Default::default();
+    let below = ProcColumn::NetRx.text(&idle, &cx(true));
+    assert!(
+        flat.contains(&format!("below 0.05 % print `{below}`")),
+        "README must say figures below 0.05 % print `{below}`"
+    );
+}

@@ -84,8 +84,8 @@ fn synth_families() -> Vec<openmetrics::Family> {
         &Options {
             top_tasks: 3,
             threads: false,
-            topology: None,
             top_cgroups: 50,
+            ..Options::default()
         },
     )
 }

@@ -363,7 +363,9 @@ fn record_dir_with_a_trailing_slash_does_not_follow_a_symlink() {
         format!("{}//", link.display()),
     ] {
         let out = output_within(
-            nettop().args(record_args(Path::new(&arg))).args(["-n", "1"]),
+            nettop()
+                .args(record_args(Path::new(&arg)))
+                .args(["-n", "1"]),
             LIMIT,
             "--record through a symlinked directory",
         );

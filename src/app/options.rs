@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::app::cli::Cli;
+use crate::app::cli::{Cli, MetricsCpu};
 use crate::collector::CollectorOptions;
 use crate::export::openmetrics;
 use crate::sys::sysroot::Sysroot;
@@ -42,7 +42,20 @@ pub fn cache_dir(cli: &Cli) -> std::path::PathBuf {
 
 /// Metric families for `--serve` and `--export openmetrics`.
 pub fn metrics(cli: &Cli) -> openmetrics::Options {
-    openmetrics::Options::new(cli.rows, cli.threads, cli.top_cgroups)
+    let mut o = openmetrics::Options::new(cli.rows, cli.threads, cli.top_cgroups);
+    // clap checked every name (`cli::parse_metrics_exclude`); one that
+    // still does not resolve (a `Cli` built in code) excludes nothing.
+    o.exclude = cli
+        .metrics_exclude
+        .iter()
+        .filter_map(|n| openmetrics::select::resolve(n).ok())
+        .flatten()
+        .collect();
+    o.cpu_series = match cli.metrics_cpu {
+        MetricsCpu::PerCpu => openmetrics::CpuSeries::PerCpu,
+        MetricsCpu::PerNode => openmetrics::CpuSeries::PerNode,
+    };
+    o
 }
 
 /// The sampling interval (`-d`).

@@ -3,7 +3,6 @@
 //! milliseconds of CPU; doing it once per boot rather than at every start
 //! keeps nettop's start-up light.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -91,14 +90,8 @@ pub fn load(dir: &Path, key: &CalibrationKey) -> Option<Calibration> {
 pub fn store(dir: &Path, c: &Calibration) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = file(dir);
-    let tmp = dir.join(format!(".{FILE}.{}", std::process::id()));
     let text = serde_json::to_string_pretty(c).context("encoding the calibration")?;
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(text.as_bytes())
-        .and_then(|()| f.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    crate::sys::safefile::replace(&path, text.as_bytes())?;
     Ok(path)
 }
 

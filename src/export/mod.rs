@@ -11,7 +11,7 @@ use crate::model::frame::{Frame, TaskView};
 use crate::sample::SOFTIRQ_NAMES;
 
 /// CSV header of [`csv_rows`].
-pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interrupts_per_s,softirqs_per_s";
+pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interruptions_per_s,softirqs_per_s";
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -66,7 +66,7 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
             t.inline_pct,
             t.ksoftirqd_pct,
             t.hidden_pct,
-            t.interrupts_per_s,
+            t.interruptions_per_s,
             t.softirqs_per_s,
         ));
     }

@@ -62,7 +62,10 @@ pub struct TaskView {
     #[serde(default)]
     pub hidden_pct: f64,
     /// Interruptions (hardirqs + system vectors) per second in its context.
-    pub interrupts_per_s: f64,
+    /// One word for them in metrics, JSON and columns; JSON from before the
+    /// rename still reads.
+    #[serde(alias = "interrupts_per_s")]
+    pub interruptions_per_s: f64,
     /// Softirq runs per second in its context (all vectors, stolen + inline).
     pub softirqs_per_s: f64,
     /// Its cgroup's key (`RawTask::cgroup_id`; see [`Frame::cgroups`]).
@@ -148,7 +151,8 @@ pub struct CpuView {
     /// Non-idle time left to tasks' own work: busy − stolen − hidden.
     #[serde(default)]
     pub true_pct: f64,
-    pub interrupts_per_s: f64,
+    #[serde(alias = "interrupts_per_s")]
+    pub interruptions_per_s: f64,
     pub net_rx_per_s: f64,
     /// Mean time of one NET_RX action, microseconds.
     pub net_rx_avg_us: f64,

@@ -289,6 +289,34 @@ fn check_reusable(st: &libc::stat, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Replaces `path` with `bytes` in one step: a new temporary file beside
+/// it (created as [`create_output`] creates files, so a planted symlink or
+/// FIFO at the temporary name is refused), synced, then renamed over
+/// `path`. A crash leaves the old file or the new one, never half of one.
+/// `path` itself, if a symlink, is replaced, not written through.
+pub fn replace(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let (dir, name) = split(path)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        String::from_utf8_lossy(name.as_bytes()),
+        std::process::id()
+    ));
+    // A leftover of an earlier run with our PID is ours to remove.
+    let _ = std::fs::remove_file(&tmp);
+    let write = || -> anyhow::Result<()> {
+        let mut out = create_output(&tmp)?;
+        out.file
+            .write_all(bytes)
+            .and_then(|()| out.file.sync_all())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 /// Opens `path` for reading: a regular file only, at most `max_len` bytes
 /// when given. A FIFO or device is refused without blocking.
 pub fn open_input(path: &Path, max_len: Option<u64>) -> anyhow::Result<File> {
@@ -387,6 +415,23 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replace_swaps_the_file_and_never_writes_through_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let p = d.path().join("cache.json");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        replace(&p, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert!(!std::fs::symlink_metadata(&p).unwrap().is_symlink());
+        replace(&p, b"newer").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "newer");
+        // Nothing is left beside it.
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

@@ -108,7 +108,7 @@ struct Avg {
     net_rx_stolen: f64,
     softirq_stolen: f64,
     inline: f64,
-    interrupts_per_s: f64,
+    interruptions_per_s: f64,
     cpu_soft: f64,
     cpu_unexplained_irq: f64,
 }
@@ -265,7 +265,7 @@ fn run_scenario(
         avg.net_rx_stolen += row.softirq_stolen_pct[NET_RX];
         avg.softirq_stolen += row.softirq_stolen_pct.iter().sum::<f64>();
         avg.inline += row.inline_pct;
-        avg.interrupts_per_s += row.interrupts_per_s;
+        avg.interruptions_per_s += row.interruptions_per_s;
         avg.cpu_soft += cpu.map_or(0.0, |c| c.soft_pct);
         avg.cpu_unexplained_irq += cpu.map_or(0.0, |c| c.unexplained_irq_pct);
         used += 1;
@@ -290,7 +290,7 @@ fn run_scenario(
         &mut avg.net_rx_stolen,
         &mut avg.softirq_stolen,
         &mut avg.inline,
-        &mut avg.interrupts_per_s,
+        &mut avg.interruptions_per_s,
         &mut avg.cpu_soft,
         &mut avg.cpu_unexplained_irq,
     ] {
@@ -393,7 +393,7 @@ fn describe(o: &Outcome) -> String {
         a.net_rx_stolen,
         a.hidden,
         a.inline,
-        a.interrupts_per_s
+        a.interruptions_per_s
     );
     let _ = writeln!(
         s,

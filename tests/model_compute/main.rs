@@ -42,7 +42,7 @@ fn tick_based_bpf_victim() {
         "{}",
         f.hidden_note
     );
-    approx(v.interrupts_per_s, 1200.0);
+    approx(v.interruptions_per_s, 1200.0);
     approx(v.softirqs_per_s, 450.0);
     assert_eq!(f.health.vanished_tasks, 0);
 
@@ -71,7 +71,7 @@ fn tick_based_bpf_victim() {
     approx(c.stolen_pct, 13.0);
     approx(c.hidden_pct, 0.0);
     approx(c.true_pct, 95.0 - 13.0);
-    approx(c.interrupts_per_s, 1500.0);
+    approx(c.interruptions_per_s, 1500.0);
     approx(c.net_rx_per_s, 1000.0);
     approx(c.net_rx_avg_us, 85.0);
     approx(c.net_rx_restarts_per_s, 4.0);

@@ -101,7 +101,7 @@ fn pid_reuse_is_a_new_task() {
     approx(v.top_pct, 10.0);
     approx(v.on_cpu_pct, 10.0);
     approx(v.hardirq_pct, 1.0);
-    approx(v.interrupts_per_s, 5.0);
+    approx(v.interruptions_per_s, 5.0);
     approx(v.true_pct, 9.0);
     assert_eq!(f.health.vanished_tasks, 1);
 }
@@ -153,7 +153,7 @@ fn proc_only_estimates_tick_based() {
     approx(v.hardirq_pct, 2.5);
     approx(v.true_pct, 40.0);
     assert_eq!(
-        (v.hidden_pct, v.interrupts_per_s, v.inline_pct),
+        (v.hidden_pct, v.interruptions_per_s, v.inline_pct),
         (0.0, 0.0, 0.0)
     );
     approx(f.cpus[0].packets_per_s, 5000.0);

@@ -37,7 +37,7 @@ fn zero_interval_is_all_zero_never_nan() {
                 t.on_cpu_pct,
                 t.stolen_pct,
                 t.true_pct,
-                t.interrupts_per_s
+                t.interruptions_per_s
             ),
             (0.0, 0.0, 0.0, 0.0, 0.0)
         );

@@ -3,13 +3,16 @@
 //!
 //! Raw cumulative counters are exposed as counters (`*_seconds_total`,
 //! `*_packets_total`) so Prometheus computes rates with `rate()` and a missed
-//! scrape loses nothing. Cardinality is bounded: per CPU, per napi instance,
-//! at most [`MAX_DEVICES`] devices, and only the top-N tasks by stolen time
-//! in the last interval.
+//! scrape loses nothing. Cardinality is bounded: per CPU (or per NUMA node),
+//! per napi instance, at most [`MAX_DEVICES`] devices, and only the top-N
+//! tasks by stolen time in the last interval; families a fleet already
+//! has from elsewhere can be left out ([`select`]). docs/metrics.md counts
+//! the series.
 
 mod families;
+pub mod select;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 
 pub use families::families;
@@ -93,6 +96,23 @@ pub struct Options {
     /// cgroups exported on their own (top-N by stolen time); the rest are
     /// summed into one `cgroup="other"` series.
     pub top_cgroups: usize,
+    /// Family names left out (`--metrics-exclude`, presets expanded by
+    /// [`select::resolve`]): neither read nor rendered.
+    pub exclude: BTreeSet<&'static str>,
+    /// Per-CPU families per CPU, or folded into NUMA nodes.
+    pub cpu_series: CpuSeries,
+}
+
+/// The `cpu` series of the per-CPU families (`--metrics-cpu`): about 30
+/// per CPU, the bulk of a big host's series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CpuSeries {
+    /// One series per CPU, label `cpu`.
+    #[default]
+    PerCpu,
+    /// One per NUMA node, label `node`: counters summed over the node's
+    /// CPUs, maxima the largest, ratios the node's totals divided.
+    PerNode,
 }
 
 /// Default top-N tasks exported when `--rows 0` asks for "all": metrics must
@@ -114,6 +134,8 @@ impl Options {
             threads,
             topology: None,
             top_cgroups,
+            exclude: BTreeSet::new(),
+            cpu_series: CpuSeries::PerCpu,
         }
     }
 }
@@ -125,6 +147,8 @@ impl Default for Options {
             threads: false,
             topology: None,
             top_cgroups: 50,
+            exclude: BTreeSet::new(),
+            cpu_series: CpuSeries::PerCpu,
         }
     }
 }

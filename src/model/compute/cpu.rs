@@ -159,7 +159,7 @@ pub(super) fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> Cpu
         v.unexplained_irq_pct = ctx.pct_ns(k.excess_ns);
         v.stolen_pct = v.traced_hardirq_pct + v.traced_sysvec_pct + v.softirq_stolen_pct;
         v.hidden_pct = ctx.pct_ns(ctx.hidden(&k.irq).0);
-        v.interrupts_per_s = ctx.rate(k.irq.interruptions() as f64);
+        v.interruptions_per_s = ctx.rate(k.irq.interruptions() as f64);
         v.net_rx_per_s = ctx.rate(k.net.net_rx_actions as f64);
         v.net_rx_avg_us = if k.net.net_rx_actions == 0 {
             0.0

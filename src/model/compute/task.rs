@@ -129,7 +129,7 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             let (hidden, in_runtime) = ctx.hidden(&td.irq);
             v.hidden_pct = ctx.pct_ns(hidden);
             hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
-            v.interrupts_per_s = ctx.rate(td.irq.interruptions() as f64);
+            v.interruptions_per_s = ctx.rate(td.irq.interruptions() as f64);
             v.softirqs_per_s = ctx.rate(
                 td.irq
                     .softirq_count

@@ -62,6 +62,24 @@ const RATIOS: [Ratio; 8] = [
     ),
 ];
 
+/// The family names [`families`] builds, for `--metrics-exclude`.
+pub(super) const NAMES: [&str; RATIOS.len() + 3] = [
+    COUNT,
+    INFO,
+    PROCESSES,
+    RATIOS[0].0,
+    RATIOS[1].0,
+    RATIOS[2].0,
+    RATIOS[3].0,
+    RATIOS[4].0,
+    RATIOS[5].0,
+    RATIOS[6].0,
+    RATIOS[7].0,
+];
+const COUNT: &str = "nettop_cgroups";
+const INFO: &str = "nettop_cgroup";
+const PROCESSES: &str = "nettop_cgroup_processes";
+
 fn labels(c: &CgroupView) -> Vec<(&'static str, String)> {
     vec![
         ("cgroup", c.path.clone()),
@@ -92,24 +110,19 @@ pub fn families(
     let rows: Vec<&CgroupView> = head.iter().chain(other.as_ref()).collect();
 
     let mut count = Family::new(
-        "nettop_cgroups",
+        COUNT,
         Kind::Gauge,
         None,
         "cgroups with tasks in the sample (those beyond --top-cgroups are summed into cgroup=\"other\")",
     );
     count.push(vec![], frame.cgroups.len() as f64);
     let mut info = Family::new(
-        "nettop_cgroup",
+        INFO,
         Kind::Info,
         None,
         "What the cgroup path names: Kubernetes QoS class, runtime, systemd unit, allowed CPUs",
     );
-    let mut procs = Family::new(
-        "nettop_cgroup_processes",
-        Kind::Gauge,
-        None,
-        "Processes in the cgroup",
-    );
+    let mut procs = Family::new(PROCESSES, Kind::Gauge, None, "Processes in the cgroup");
     let mut out = Vec::with_capacity(RATIOS.len() + 3);
     for c in &rows {
         let mut l = labels(c);

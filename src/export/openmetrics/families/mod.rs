@@ -2,12 +2,15 @@
 //! that reads its samples from a [`Scrape`]. A family is added by adding a
 //! row; figures the model derives (stolen time, interruptions, softirq
 //! time per context, hidden cost) come from the model's own methods.
+//! Per-CPU rows also say how they fold into NUMA nodes, so
+//! `--metrics-cpu per-node` cannot forget a family or fold one wrongly.
 
 mod cgroups;
 mod netcost;
+mod node;
 mod scrape;
 
-use super::{Family, Kind, Options};
+use super::{CpuSeries, Family, Kind, Options};
 use crate::sample::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, HostInfo, RawSample, SOFTIRQ_NAMES, Source,
 };
@@ -21,12 +24,28 @@ type Labels = Vec<(&'static str, String)>;
 type Samples = Vec<(Labels, f64)>;
 type Read = fn(&Scrape, &mut Samples);
 
+/// How a per-CPU family becomes per-node (`--metrics-cpu per-node`): the
+/// `cpu` label is replaced by `node`, and the node's CPUs are folded.
+#[derive(Clone, Copy)]
+enum Fold {
+    /// Not a per-CPU family: the same in both modes.
+    No,
+    /// Counters, and counts such as online CPUs: the node's CPUs summed.
+    Sum,
+    /// A maximum: the largest of the node's CPUs.
+    Max,
+    /// A ratio, read per node by its own reader: the node's totals
+    /// divided, not an average of its CPUs' ratios.
+    Read(Read),
+}
+
 /// One row of the table.
 struct Def {
     kind: Kind,
     name: &'static str,
     unit: Option<&'static str>,
     help: &'static str,
+    fold: Fold,
     samples: Read,
 }
 
@@ -37,15 +56,29 @@ const fn def(
     help: &'static str,
     samples: Read,
 ) -> Def {
+    cpu(kind, name, unit, help, Fold::No, samples)
+}
+
+/// A row with a `cpu` label, and how it folds into nodes.
+const fn cpu(
+    kind: Kind,
+    name: &'static str,
+    unit: Option<&'static str>,
+    help: &'static str,
+    fold: Fold,
+    samples: Read,
+) -> Def {
     Def {
         kind,
         name,
         unit,
         help,
+        fold,
         samples,
     }
 }
 
+use Fold::{Max, Sum};
 use Kind::{Counter, Gauge, Info};
 const S: Option<&str> = Some("seconds");
 const B: Option<&str> = Some("bytes");
@@ -62,25 +95,25 @@ const FAMILIES: &[Def] = &[
     // The calibration HIDDEN~ rests on (per interruption, by class).
     def(Gauge, "nettop_calibration_hidden_seconds", S, "Untraced cost of one interruption per class, and of a softirq run in an interrupt's tail (calibrated; basis measured or same_as_ipi)", calibration_hidden),
     def(Gauge, "nettop_calibration_spread_seconds", S, "Half the interquartile range of the per-interruption untraced cost", calibration_spread),
-    // Per CPU.
-    def(Gauge, "nettop_cpu_online", NO, "1 if the CPU is online", |s, o| per_cpu(s, o, |c| Some(if c.online { 1.0 } else { 0.0 }))),
-    def(Counter, "nettop_cpu_seconds", S, "CPU time per mode from /proc/stat (tick-sampled unless regime is irq_time_accounting)", cpu_seconds),
-    def(Counter, "nettop_cpu_traced_hardirq_seconds", S, "Device hardirq time traced by BPF", |s, o| per_cpu_irq(s, o, |a| secs(a.hardirq_ns))),
-    def(Counter, "nettop_cpu_traced_sysvec_seconds", S, "x86 system vector time (timer, IPIs) traced by BPF", |s, o| per_cpu_irq(s, o, |a| secs(a.sysvec_ns))),
-    def(Counter, "nettop_cpu_traced_softirq_seconds", S, "Softirq time traced by BPF per vector and context (stolen: run in an interrupted task; inline: raised and run by the task itself; ksoftirqd)", cpu_traced_softirq),
-    def(Counter, "nettop_cpu_interrupts", NO, "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)", cpu_interrupts),
-    def(Counter, "nettop_cpu_hidden_seconds", S, "Estimated untraced interrupt cost on this CPU: interruptions by class x calibrated cost", cpu_hidden),
-    def(Counter, "nettop_cpu_net_rx_seconds", S, "Time in NET_RX softirq (net_rx_action), nested hardirqs removed", |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns))),
-    def(Counter, "nettop_cpu_net_rx_actions", NO, "NET_RX softirq runs", |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64)),
-    def(Counter, "nettop_cpu_net_rx_restarts", NO, "NET_RX re-raised from inside NET_RX (budget or time limit ran out)", |s, o| per_cpu_net(s, o, |n| n.net_rx_restarts as f64)),
-    def(Gauge, "nettop_cpu_net_rx_max_seconds", S, "Longest single NET_RX run since the collector started", |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_max_ns))),
-    def(Counter, "nettop_cpu_napi_polls", NO, "napi polls on this CPU", |s, o| per_cpu_net(s, o, |n| n.napi_polls as f64)),
-    def(Counter, "nettop_cpu_napi_packets", NO, "Packets processed by napi polls on this CPU", |s, o| per_cpu_net(s, o, |n| n.napi_work as f64)),
-    def(Counter, "nettop_cpu_napi_budget_exhausted", NO, "napi polls that used their whole budget", |s, o| per_cpu_net(s, o, |n| n.napi_budget_exhausted as f64)),
-    def(Counter, "nettop_softnet_processed_packets", NO, "Packets processed (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.processed as f64)),
-    def(Counter, "nettop_softnet_dropped_packets", NO, "Packets dropped, backlog full (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.dropped as f64)),
-    def(Counter, "nettop_softnet_time_squeeze", NO, "NET_RX runs that ran out of budget or time (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.time_squeeze as f64)),
-    def(Counter, "nettop_softnet_rps_received", NO, "RPS IPIs received (/proc/net/softnet_stat)", |s, o| per_cpu_softnet(s, o, |n| n.received_rps as f64)),
+    // Per CPU, or per NUMA node (--metrics-cpu per-node).
+    cpu(Gauge, "nettop_cpu_online", NO, "1 if the CPU is online; per node: how many of its CPUs are", Sum, |s, o| per_cpu(s, o, |c| Some(if c.online { 1.0 } else { 0.0 }))),
+    cpu(Counter, "nettop_cpu_seconds", S, "CPU time per mode from /proc/stat (tick-sampled unless regime is irq_time_accounting)", Sum, cpu_seconds),
+    cpu(Counter, "nettop_cpu_traced_hardirq_seconds", S, "Device hardirq time traced by BPF", Sum, |s, o| per_cpu_irq(s, o, |a| secs(a.hardirq_ns))),
+    cpu(Counter, "nettop_cpu_traced_sysvec_seconds", S, "x86 system vector time (timer, IPIs) traced by BPF", Sum, |s, o| per_cpu_irq(s, o, |a| secs(a.sysvec_ns))),
+    cpu(Counter, "nettop_cpu_traced_softirq_seconds", S, "Softirq time traced by BPF per vector and context (stolen: run in an interrupted task; inline: raised and run by the task itself; ksoftirqd)", Sum, cpu_traced_softirq),
+    cpu(Counter, "nettop_cpu_interruptions", NO, "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)", Sum, cpu_interruptions),
+    cpu(Counter, "nettop_cpu_hidden_seconds", S, "Estimated untraced interrupt cost: interruptions by class x calibrated cost", Sum, cpu_hidden),
+    cpu(Counter, "nettop_cpu_net_rx_seconds", S, "Time in NET_RX softirq (net_rx_action), nested hardirqs removed", Sum, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns))),
+    cpu(Counter, "nettop_cpu_net_rx_actions", NO, "NET_RX softirq runs", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64)),
+    cpu(Counter, "nettop_cpu_net_rx_restarts", NO, "NET_RX re-raised from inside NET_RX (budget or time limit ran out)", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_restarts as f64)),
+    cpu(Gauge, "nettop_cpu_net_rx_max_seconds", S, "Longest single NET_RX run since the collector started (per node: on any of its CPUs)", Max, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_max_ns))),
+    cpu(Counter, "nettop_cpu_napi_polls", NO, "napi polls on the CPU", Sum, |s, o| per_cpu_net(s, o, |n| n.napi_polls as f64)),
+    cpu(Counter, "nettop_cpu_napi_packets", NO, "Packets processed by napi polls on the CPU", Sum, |s, o| per_cpu_net(s, o, |n| n.napi_work as f64)),
+    cpu(Counter, "nettop_cpu_napi_budget_exhausted", NO, "napi polls that used their whole budget", Sum, |s, o| per_cpu_net(s, o, |n| n.napi_budget_exhausted as f64)),
+    cpu(Counter, "nettop_softnet_processed_packets", NO, "Packets processed (/proc/net/softnet_stat)", Sum, |s, o| per_cpu_softnet(s, o, |n| n.processed as f64)),
+    cpu(Counter, "nettop_softnet_dropped_packets", NO, "Packets dropped, backlog full (/proc/net/softnet_stat)", Sum, |s, o| per_cpu_softnet(s, o, |n| n.dropped as f64)),
+    cpu(Counter, "nettop_softnet_time_squeeze", NO, "NET_RX runs that ran out of budget or time (/proc/net/softnet_stat)", Sum, |s, o| per_cpu_softnet(s, o, |n| n.time_squeeze as f64)),
+    cpu(Counter, "nettop_softnet_rps_received", NO, "RPS IPIs received (/proc/net/softnet_stat)", Sum, |s, o| per_cpu_softnet(s, o, |n| n.received_rps as f64)),
     // napi instances, summed over the CPUs that polled them.
     def(Counter, "nettop_napi_polls", NO, "Polls per napi instance", |s, o| per_napi(s, o, |n| n.polls)),
     def(Counter, "nettop_napi_packets", NO, "Packets processed per napi instance", |s, o| per_napi(s, o, |n| n.work)),
@@ -108,10 +141,10 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_bpf_program_runs", NO, "Runs of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| p.run_cnt as f64)),
     // The cost of a received packet over the last interval (model::cost).
     def(Gauge, "nettop_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet over the last interval, all CPUs", netcost::host_per_packet),
-    def(Gauge, "nettop_net_rx_cpu_percent_per_gbps", NO, "NET_RX CPU (percent of one CPU) per Gbit/s received by all devices over the last interval", netcost::host_per_gbps),
-    def(Gauge, "nettop_cpu_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet polled on this CPU over the last interval", netcost::cpu_per_packet),
+    def(Gauge, "nettop_net_rx_per_byte_seconds", S, "NET_RX softirq time per byte received by all devices over the last interval (x 1.25e8: CPUs busy per Gbit/s)", netcost::host_per_byte),
+    cpu(Gauge, "nettop_cpu_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet polled on the CPU (per node: its NET_RX time over its packets) over the last interval", Fold::Read(netcost::node_per_packet), netcost::cpu_per_packet),
     def(Gauge, "nettop_device_net_rx_per_packet_seconds", S, "NET_RX time per packet polled by the device's napi instances over the last interval", netcost::device_per_packet),
-    def(Gauge, "nettop_device_net_rx_cpu_percent_per_gbps", NO, "NET_RX CPU (percent of one CPU) charged to the device per Gbit/s it received", netcost::device_per_gbps),
+    def(Gauge, "nettop_device_net_rx_per_byte_seconds", S, "NET_RX time charged to the device per byte it received over the last interval (x 1.25e8: CPUs busy per Gbit/s)", netcost::device_per_byte),
     // Device configuration from the topology (model::devconf).
     def(Info, "nettop_device_xdp", NO, "XDP attachment per device: mode and program id (0 when none)", netcost::xdp),
     def(Info, "nettop_device_rx_queue", NO, "RX queue steering: RPS CPUs, IRQ and where it lands", netcost::rx_queue),
@@ -192,7 +225,7 @@ fn cpu_traced_softirq(s: &Scrape, o: &mut Samples) {
     }
 }
 
-fn cpu_interrupts(s: &Scrape, o: &mut Samples) {
+fn cpu_interruptions(s: &Scrape, o: &mut Samples) {
     for c in &s.cur.cpus {
         let Some(a) = &c.irq else { continue };
         for (kind, n) in [("hardirq", a.hardirq_count), ("sysvec", a.sysvec_count)] {
@@ -224,8 +257,37 @@ fn task_hidden(s: &Scrape, o: &mut Samples) {
     }
 }
 
+/// Every family name a scrape can carry, in output order: what
+/// `--metrics-exclude` accepts.
+pub fn names() -> Vec<&'static str> {
+    FAMILIES
+        .iter()
+        .map(|d| d.name)
+        .chain(cgroups::NAMES.iter().copied())
+        .collect()
+}
+
+/// One family's samples, per CPU or folded into nodes.
+fn read(d: &Def, s: &Scrape, per_node: bool) -> Samples {
+    let mut samples = Vec::new();
+    match (per_node, d.fold) {
+        (true, Fold::Read(r)) => r(s, &mut samples),
+        (true, Fold::Sum) => {
+            (d.samples)(s, &mut samples);
+            samples = node::fold(s.host, samples, |a, b| a + b);
+        }
+        (true, Fold::Max) => {
+            (d.samples)(s, &mut samples);
+            samples = node::fold(s.host, samples, f64::max);
+        }
+        (false, _) | (true, Fold::No) => (d.samples)(s, &mut samples),
+    }
+    samples
+}
+
 /// Builds the metric families of `cur`; `prev` (the sample before) only
-/// ranks tasks by their recent stolen time.
+/// ranks tasks by their recent stolen time. Excluded families are not
+/// read at all, so leaving out the expensive ones saves their work too.
 pub fn families(
     host: &HostInfo,
     prev: Option<&RawSample>,
@@ -233,20 +295,21 @@ pub fn families(
     opts: &Options,
 ) -> Vec<Family> {
     let s = Scrape::new(host, prev, cur, opts);
+    let per_node = opts.cpu_series == CpuSeries::PerNode;
     let mut out: Vec<Family> = FAMILIES
         .iter()
-        .map(|d| {
-            let mut samples = Vec::new();
-            (d.samples)(&s, &mut samples);
-            Family {
-                name: d.name,
-                help: d.help,
-                unit: d.unit,
-                kind: d.kind,
-                samples,
-            }
+        .filter(|d| !opts.exclude.contains(d.name))
+        .map(|d| Family {
+            name: d.name,
+            help: d.help,
+            unit: d.unit,
+            kind: d.kind,
+            samples: read(d, &s, per_node),
         })
         .collect();
-    out.extend(cgroups::families(host, prev, cur, opts.top_cgroups));
+    if !cgroups::NAMES.iter().all(|n| opts.exclude.contains(n)) {
+        let cg = cgroups::families(host, prev, cur, opts.top_cgroups);
+        out.extend(cg.into_iter().filter(|f| !opts.exclude.contains(f.name)));
+    }
     out
 }
