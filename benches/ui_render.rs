@@ -1,7 +1,8 @@
 //! One frame of the Processes view with 5,000 tasks on a TestBackend (the
 //! issue's budget is < 2 ms), plus the per-Frame ingest (sort/filter) cost;
 //! and a host with 30,000 threads in one process, drawn with threads on
-//! (budget: rendering a frame <= 10 ms).
+//! (budget: rendering a frame <= 10 ms); and that host's whole TUI frame
+//! (ingest, history, draw) with the sparkline history full.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use nettop::ui::app::{App, Options, Theme};
@@ -77,5 +78,73 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// One process with `n` threads (and the busy host's CPUs), as a frame.
+fn threads_frame(n: usize) -> nettop::model::frame::Frame {
+    let mut f = fixtures::many_tasks(n);
+    for t in f.processes.iter_mut() {
+        t.pid = 4242;
+        t.is_process = false;
+    }
+    f.threads = std::mem::take(&mut f.processes);
+    let mut leader = f.threads[0].clone();
+    leader.tid = 4242;
+    leader.is_process = true;
+    leader.nr_threads = n as u32;
+    f.processes = vec![leader];
+    f
+}
+
+/// One whole TUI frame at 30,000 threads with the history on and full
+/// (every ring holds HISTORY_LEN frames): the frame arrives
+/// (`App::show_frame`: history push, rebuild) and is drawn with the
+/// STOLEN HIST column, or with the detail pane open on the process.
+/// Budget: 10 ms. The same without history, for the difference.
+fn history_bench(c: &mut Criterion) {
+    use nettop::output::columns::ProcColumn;
+    use nettop::ui::history::{HISTORY_LEN, History};
+    let frame = threads_frame(30_000);
+    let mut h = History::default();
+    for _ in 0..HISTORY_LEN {
+        h.push(&frame);
+    }
+    c.bench_function("threads_30000_history_push", |b| b.iter(|| h.push(&frame)));
+    for (name, history, detail) in [
+        ("threads_30000_frame_history_full", true, false),
+        ("threads_30000_frame_history_full_detail_pane", true, true),
+        ("threads_30000_frame_no_history", false, false),
+    ] {
+        let mut a = App::new(Options {
+            delay: 1.0,
+            threads: true,
+            cmdline: false,
+            forest: false,
+            theme: Theme::default(),
+            width: 200,
+            height: 50,
+        });
+        a.columns.push(ProcColumn::Trend);
+        if !history {
+            a.history = History::new(0);
+        }
+        for _ in 0..HISTORY_LEN {
+            a.history.push(&frame);
+        }
+        a.push_frame(frame.clone());
+        if detail {
+            a.detail = Some(4242);
+        }
+        a.rebuild();
+        assert_eq!(a.rows.len(), 30_000);
+        assert_eq!(a.history.frames(), if history { HISTORY_LEN } else { 0 });
+        let mut term = Terminal::new(TestBackend::new(200, 50)).expect("test backend");
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                a.show_frame(frame.clone());
+                term.draw(|f| render::draw(f, &a)).expect("draw");
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench, history_bench);
 criterion_main!(benches);

@@ -51,6 +51,11 @@ fn meaningless_combinations_are_errors() {
         vec!["--fail-on", "error", "-b"],
         vec!["--json", "--pinning-check"],
         vec!["--no-bpf", "--bpf-stats", "-b"],
+        // The configuration file is the TUI's: modes that feed scripts
+        // neither read nor skip it.
+        vec!["--config", "x.toml", "-b"],
+        vec!["--no-config", "--pinning-check"],
+        vec!["--config", "x.toml", "--no-config"],
         vec![
             "--hwloc-xml",
             "x.xml",

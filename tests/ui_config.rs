@@ -74,7 +74,10 @@ fn a_broken_file_starts_with_one_warning_and_the_good_settings() {
     )
     .unwrap();
     let Some(t) = Tmux::start("cfg-bad", &nettop_in(dir.path(), ""), 200, 30) else {
-        return common::skip("a_broken_file_starts_with_one_warning", "tmux not installed");
+        return common::skip(
+            "a_broken_file_starts_with_one_warning",
+            "tmux not installed",
+        );
     };
     let s = t.wait_text("sort NET_RX%▼");
     let warn: Vec<&str> = s.lines().filter(|l| l.contains("config.toml")).collect();

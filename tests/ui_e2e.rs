@@ -60,7 +60,7 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     t.keys(&[">"]);
     t.wait_text("ONCPU%▼");
     t.keys(&["s"]);
-    t.wait_text("sort by (Enter picks");
+    t.wait_text("fields: * shown");
     t.keys(&["End", "Enter"]);
     t.wait_text("COMMAND▲");
     // Pause shows in the status line.
@@ -259,6 +259,150 @@ fn command_line_flag_and_key() {
     t.keys(&["c"]);
     t.wait_for("names again", |s| {
         s.contains("COMMAND: names") && !s.contains("sleep 4242.5")
+    });
+    t.keys(&["q"]);
+    t.assert_restored(0);
+}
+
+/// `V` on a real process tree: a parent with two children, filtered by
+/// their shared name, shows the children right under the parent, each
+/// glyph under the parent's name (one level in), the last one `└─`.
+#[test]
+fn forest_puts_real_children_under_their_parent() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+
+    /// The family's process group, killed and reaped whatever happens.
+    struct Family(std::process::Child);
+    impl Drop for Family {
+        fn drop(&mut self) {
+            let group = format!("-{}", self.0.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = self.0.wait();
+        }
+    }
+    // A command's name is its file's: a script as the parent, copies of
+    // sleep as its children, all named for this test alone.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kid = dir.path().join("ntforestkid");
+    let Some(sleep) = ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        return common::skip("forest_puts_real_children_under_their_parent", "no sleep");
+    };
+    std::fs::copy(sleep, &kid).expect("copy sleep");
+    let parent = dir.path().join("ntforestpa");
+    std::fs::write(
+        &parent,
+        format!("#!/bin/sh\n{k} 301 &\n{k} 302 &\nwait\n", k = kid.display()),
+    )
+    .expect("write the parent script");
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let family = Family(
+        Command::new(&parent)
+            .process_group(0)
+            .spawn()
+            .expect("start the parent"),
+    );
+    let pid = family.0.id();
+    let kids = || {
+        Command::new("pgrep")
+            .args(["-P", &pid.to_string()])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while kids() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "children never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let Some(t) = Tmux::start("forest", &format!("{BIN} --no-bpf -d 0.5"), 220, 45) else {
+        return common::skip(
+            "forest_puts_real_children_under_their_parent",
+            "tmux not installed",
+        );
+    };
+    t.wait_text("interval ");
+    t.keys(&["/"]);
+    t.wait_text("Filter (command");
+    t.literal("ntforest");
+    t.keys(&["Enter"]);
+    t.wait_for("the family, flat", |s| {
+        s.contains("filter \"ntforest\"") && s.matches("ntforestkid").count() == 2
+    });
+    t.keys(&["V"]);
+    let s = t.wait_for("the children under their parent", |s| {
+        let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
+        let find = |l: &[char], w: &str| {
+            let w: Vec<char> = w.chars().collect();
+            l.windows(w.len()).position(|x| x == w.as_slice())
+        };
+        let Some((at, col)) = lines
+            .iter()
+            .enumerate()
+            .find_map(|(i, l)| find(l, "ntforestpa").map(|c| (i, c)))
+        else {
+            return false;
+        };
+        let under = |i: usize, glyph: &str| {
+            lines
+                .get(i)
+                .and_then(|l| find(l, &format!("{glyph} ntforestkid")))
+                == Some(col)
+        };
+        s.contains("Processes (forest)") && under(at + 1, "├─") && under(at + 2, "└─")
+    });
+    assert!(!s.contains("TTY="), "{s}");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+    drop(family);
+}
+
+/// Enter on a process opens the detail pane over the list (its command
+/// line, workload, placement, threads); Esc closes it, and the list is
+/// there again.
+#[test]
+fn detail_pane_opens_and_closes() {
+    /// The marker process, killed and reaped whatever happens.
+    struct Marker(std::process::Child);
+    impl Drop for Marker {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Marker(Command::new("sleep").arg("4343.5").spawn().expect("sleep"));
+    let pid = child.0.id();
+    let cmd = format!("{BIN} --no-bpf -d 0.5 -p {pid}");
+    let Some(t) = Tmux::start("detail", &cmd, 120, 40) else {
+        return common::skip("detail_pane_opens_and_closes", "tmux not installed");
+    };
+    t.wait_for("the marker's row", |s| {
+        s.contains("interval ") && s.lines().any(|l| l.trim_end().ends_with(" sleep"))
+    });
+    // `-p` keeps a few kernel threads beside it: the filter leaves it alone.
+    t.keys(&["/"]);
+    t.wait_text("Filter (command");
+    t.literal(&pid.to_string());
+    t.keys(&["Enter"]);
+    t.wait_text(&format!("filter \"{pid}\""));
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the detail pane", |s| {
+        s.contains(&format!("PID {pid} sleep · running"))
+            && s.contains("command: sleep 4343.5")
+            && s.contains("Placement")
+    });
+    assert!(s.contains(&format!("Detail of PID {pid}")), "{s}");
+    // Thread rows were asked for when it opened: its one thread shows.
+    t.wait_text("Threads (1, busiest first)");
+    t.keys(&["Escape"]);
+    t.wait_for("the list again", |s| {
+        !s.contains("Placement") && s.contains("COMMAND") && s.contains(" sleep")
     });
     t.keys(&["q"]);
     t.assert_restored(0);

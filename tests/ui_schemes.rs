@@ -46,7 +46,10 @@ fn each_scheme_keeps_the_marks_in_its_own_colours() {
     let (light, _) = colours(&busy(Theme::default().with_scheme(Scheme::Light)));
     assert!(light.contains("Red"), "stolen stays red: {light:?}");
     for washed in ["Yellow", "Cyan"] {
-        assert!(!light.contains(washed), "{washed} on a light background: {light:?}");
+        assert!(
+            !light.contains(washed),
+            "{washed} on a light background: {light:?}"
+        );
     }
     let (mono, bold) = colours(&busy(Theme::mono()));
     assert!(mono.is_empty(), "{mono:?}");

@@ -23,6 +23,7 @@ work (NET_RX above all) the kernel ran in its context and charged to it. Interac
 -b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity.",
     group(ArgGroup::new("counted").args(["batch", "record", "serve"]).multiple(true)),
     group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "sysroot"]).multiple(true)),
+    group(ArgGroup::new("metrics_out").args(["serve", "export"]).multiple(true)),
 )]
 pub struct Cli {
     /// Batch mode: print text frames like `top -b` instead of the TUI.
@@ -83,6 +84,22 @@ pub struct Cli {
           conflicts_with_all = ["record", "pinning_check", "batch"])]
     pub top_cgroups: usize,
 
+    /// Metric families to leave out of --serve and --export openmetrics:
+    /// family names (nettop_cpu_seconds or nettop_cpu_seconds_total) or the
+    /// preset node-exporter (what node_exporter already exports: /proc/stat
+    /// CPU modes, online CPUs, softnet_stat, device counters). See
+    /// docs/metrics.md.
+    #[arg(long = "metrics-exclude", value_name = "FAMILY,...", value_delimiter = ',',
+          value_parser = parse_metrics_exclude, requires = "metrics_out",
+          conflicts_with_all = ["batch", "pinning_check", "calibrate"])]
+    pub metrics_exclude: Vec<String>,
+
+    /// Per-CPU metric series (--serve, --export openmetrics): one per CPU,
+    /// or one per NUMA node (label node; counters summed over its CPUs).
+    #[arg(long = "metrics-cpu", value_enum, value_name = "PER", default_value_t = MetricsCpu::PerCpu,
+          requires = "metrics_out", conflicts_with_all = ["batch", "pinning_check", "calibrate"])]
+    pub metrics_cpu: MetricsCpu,
+
     /// Do not load BPF: /proc only; interrupt columns become estimates.
     #[arg(long = "no-bpf", conflicts_with = "pinning_check")]
     pub no_bpf: bool,
@@ -109,7 +126,8 @@ pub struct Cli {
     pub config: Option<PathBuf>,
 
     /// Start with the default settings and write none (`W` is refused).
-    #[arg(long = "no-config")]
+    #[arg(long = "no-config", conflicts_with_all = ["batch", "record", "serve",
+          "pinning_check", "export", "calibrate"])]
     pub no_config: bool,
 
     /// Directory of the calibration cache (default $NETTOP_CACHE_DIR, else
@@ -234,6 +252,17 @@ impl Cli {
                         `nettop --calibrate --json` for the calibration table)"
                 .into());
         }
+        // clap's `requires` is met by `--export` of any format; only
+        // OpenMetrics has metric families.
+        let metrics_flags =
+            !self.metrics_exclude.is_empty() || self.metrics_cpu != MetricsCpu::PerCpu;
+        if metrics_flags && matches!(self.export, Some(ExportFormat::Json | ExportFormat::Csv)) {
+            return Err(
+                "--metrics-exclude and --metrics-cpu shape metric series: they need \
+                        --serve or --export openmetrics"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
@@ -279,6 +308,23 @@ pub enum ExportFormat {
     Json,
     Csv,
     Openmetrics,
+}
+
+/// `--metrics-cpu`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetricsCpu {
+    /// One series per CPU (label cpu).
+    #[default]
+    PerCpu,
+    /// One series per NUMA node (label node): a 256-CPU host's ~30 series
+    /// per CPU become ~30 per node.
+    PerNode,
+}
+
+/// One `--metrics-exclude` value, checked against the families and
+/// presets the exporter knows; the exporter expands it.
+fn parse_metrics_exclude(s: &str) -> Result<String, String> {
+    crate::export::openmetrics::select::resolve(s).map(|_| s.trim().to_string())
 }
 
 fn parse_iterations(s: &str) -> Result<u64, String> {

@@ -137,19 +137,7 @@ pub fn save(path: &Path, s: &Settings) -> anyhow::Result<PathBuf> {
         "# nettop settings, written by W in the TUI; flags given on the command line\n\
          # win over them. Any setting may be left out. See nettop(1), FILES.\n{body}"
     );
-    let tmp = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let write = || -> anyhow::Result<()> {
-        use std::io::Write;
-        let mut out = crate::sys::safefile::create_output(&tmp)?;
-        out.file.write_all(text.as_bytes())?;
-        out.file.sync_all()?;
-        std::fs::rename(&tmp, &target)
-            .with_context(|| format!("cannot replace {}", target.display()))
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
+    crate::sys::safefile::replace(&target, text.as_bytes())?;
     Ok(target)
 }
 

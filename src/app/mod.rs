@@ -8,6 +8,7 @@ pub mod batch;
 pub mod calibrate;
 pub mod cli;
 pub mod config;
+pub mod docs;
 pub mod export;
 pub mod generate;
 pub mod live;

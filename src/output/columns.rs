@@ -45,6 +45,9 @@ pub enum ProcColumn {
     Cpu,
     Node,
     Affinity,
+    /// The row's STOLEN% over the last frames as a sparkline: the TUI's
+    /// history, which batch text has not got ([`ProcColumn::tui_only`]).
+    Trend,
     Command,
 }
 
@@ -115,7 +118,7 @@ pub fn traced(f: &Frame) -> bool {
 
 impl ProcColumn {
     /// Display order (COMMAND last, as in top), which `<`/`>` walk.
-    pub const ALL: [ProcColumn; 18] = [
+    pub const ALL: [ProcColumn; 19] = [
         P::Pid,
         P::User,
         P::Top,
@@ -133,6 +136,7 @@ impl ProcColumn {
         P::Cpu,
         P::Node,
         P::Affinity,
+        P::Trend,
         P::Command,
     ];
 
@@ -156,6 +160,7 @@ impl ProcColumn {
             P::Cpu => "CPU",
             P::Node => "NODE",
             P::Affinity => "AFFINITY",
+            P::Trend => "STOLEN HIST",
             P::Command => "COMMAND",
         }
     }
@@ -168,6 +173,7 @@ impl ProcColumn {
             P::True if !traced => "TRUE~%".into(),
             P::Stolen if !traced => "STOLEN~%".into(),
             P::Hardirq if !traced => "HI~%".into(),
+            P::Trend if !traced => "STOLEN~HIST".into(),
             c => c.title().into(),
         }
     }
@@ -192,6 +198,7 @@ impl ProcColumn {
             P::Cpu => "CPU it last ran on",
             P::Node => "NUMA node of its last CPU",
             P::Affinity => "CPUs it may run on",
+            P::Trend => "STOLEN% over the last frames (sorts as STOLEN%)",
             P::Command => "command name ([kernel thread]); c: command line",
         }
     }
@@ -216,6 +223,7 @@ impl ProcColumn {
             P::Cpu => 3,
             P::Node => 4,
             P::Affinity => 9,
+            P::Trend => 12,
             P::Command => 15,
         }
     }
@@ -228,6 +236,12 @@ impl ProcColumn {
     /// Amounts sort largest first; identifiers and text ascending (htop).
     pub fn default_descending(self) -> bool {
         self.numeric() && !matches!(self, P::Pid | P::Cpu | P::Node)
+    }
+
+    /// Shown by the TUI only: its cell is drawn from the TUI's history, so
+    /// [`ProcColumn::text`] has nothing for it and batch text skips it.
+    pub fn tui_only(self) -> bool {
+        self == P::Trend
     }
 
     /// Only a tracer measures it: `n/a` without BPF.
@@ -245,14 +259,14 @@ impl ProcColumn {
             P::OnCpu => t.on_cpu_pct,
             P::True => t.true_pct,
             P::Gap => t.gap_pct(),
-            P::Stolen => t.stolen_pct,
+            P::Stolen | P::Trend => t.stolen_pct,
             P::Hidden => t.hidden_pct,
             P::Hardirq => t.hi_pct(),
             P::Sysvec => t.sysvec_pct,
             P::Softirq => t.si_pct(),
             P::NetRx => t.net_rx_pct(),
             P::Inline => t.inline_pct,
-            P::IrqRate => t.interrupts_per_s,
+            P::IrqRate => t.interruptions_per_s,
             _ => return None,
         })
     }
@@ -274,7 +288,9 @@ impl ProcColumn {
             P::Command if cx.cmdline && !t.cmdline.is_empty() => t.cmdline.join(" "),
             P::Command => t.comm.clone(),
             P::Top | P::OnCpu | P::True => fmt_pct(self.value(t).unwrap_or(0.0)),
-            P::IrqRate => fmt_rate(t.interrupts_per_s),
+            // The TUI draws it from its history (`ui::history`).
+            P::Trend => String::new(),
+            P::IrqRate => fmt_rate(t.interruptions_per_s),
             // GAP below zero is top under-stating, not a loss: shown as none.
             c => fmt_pct_or_dash(c.value(t).unwrap_or(0.0).max(0.0)),
         }
@@ -318,6 +334,7 @@ impl ProcColumn {
             P::Cpu => "cpu",
             P::Node => "node",
             P::Affinity => "affinity",
+            P::Trend => "trend",
             P::Command => "command",
         }
     }
@@ -327,9 +344,13 @@ impl ProcColumn {
     }
 
     /// The columns shown before any are chosen: all of them, COMMAND
-    /// excepted (it is always there, last).
+    /// excepted (it is always there, last), and STOLEN HIST, which one
+    /// turns on in the fields screen.
     pub fn default_visible() -> Vec<ProcColumn> {
-        P::ALL.into_iter().filter(|c| *c != P::Command).collect()
+        P::ALL
+            .into_iter()
+            .filter(|c| *c != P::Command && *c != P::Trend)
+            .collect()
     }
 
     /// A chosen column list as the TUI can show it: in the given order,

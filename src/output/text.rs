@@ -281,8 +281,9 @@ pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
     rows
 }
 
-/// The task table: every column of [`columns`], padded to its width and
-/// never cut (logs keep whole values), COMMAND last.
+/// The task table: every column of [`columns`] but the TUI's own
+/// ([`ProcColumn::tui_only`]), padded to its width and never cut (logs
+/// keep whole values), COMMAND last.
 fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
     let cpu_node = columns::cpu_nodes(f);
     let cx = RowCtx {
@@ -293,7 +294,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
     };
     let cells = |out: &mut String, text: &dyn Fn(ProcColumn) -> String| {
         let mut line = String::new();
-        for c in ProcColumn::ALL {
+        for c in ProcColumn::ALL.into_iter().filter(|c| !c.tui_only()) {
             let t = text(c);
             let w = c.width() as usize;
             if c == ProcColumn::Command {
@@ -331,6 +332,26 @@ pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The TUI's own columns (drawn from its history) are not batch's:
+    /// the task table's header stops at AFFINITY, then COMMAND.
+    #[test]
+    fn batch_skips_tui_only_columns() {
+        let f = Frame {
+            processes: vec![TaskView {
+                pid: 7,
+                tid: 7,
+                is_process: true,
+                comm: "x".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let text = render_frame(&f, &TextOptions::default());
+        let header = text.lines().find(|l| l.contains("COMMAND")).unwrap();
+        assert!(header.contains("AFFINITY"), "{header}");
+        assert!(!header.contains("HIST"), "{header}");
+    }
 
     #[test]
     fn utc_dates() {

@@ -8,20 +8,17 @@
 //! view's file in [`super::rows`] for its rows. Input is turned into state changes
 //! by [`super::keymap`] (view keys, mouse) and [`super::prompt`] (prompts).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
-
+use super::history::History;
 use super::rows::cgroups::{self, CgRow};
 use super::rows::cpus::CpuRows;
+use super::rows::detail::{self, Facts, Pane};
 use super::rows::devices::{self, DevRow, DevTopo};
 use super::rows::processes::{self, SortKey, Src, TaskRow};
 use super::rows::{LineKind, View, pinning, topology};
 use crate::model::frame::{Frame, TaskView};
 use crate::output::columns::{self, ProcColumn, RowCtx};
-
-/// Samples of per-CPU history kept for sparklines.
-pub const HISTORY_LEN: usize = 120;
 
 /// Screen rows above the body (summary, tabs, view header) and below (status).
 pub const CHROME_TOP: u16 = 3;
@@ -50,7 +47,10 @@ pub enum Mode {
     Goto(String),
     /// The fields screen ([`super::fields`]): the highlighted line, and
     /// whether its column is being moved.
-    Fields { at: usize, moving: bool },
+    Fields {
+        at: usize,
+        moving: bool,
+    },
 }
 
 /// What the run loop must do after an event.
@@ -79,84 +79,7 @@ pub struct ReplayPos {
     pub playing: bool,
 }
 
-/// A colour scheme (top's `Z`): the same marks in colours that read on a
-/// dark or a light background, or none. Only the 16 basic colours are
-/// ever used, so the terminal's own palette decides the exact shades.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheme {
-    /// For dark backgrounds (most terminals).
-    #[default]
-    Default,
-    /// For light backgrounds: no yellow, no cyan.
-    Light,
-    /// Attributes only (bold, reverse), as under `NO_COLOR`.
-    Mono,
-}
-
-impl Scheme {
-    pub const ALL: [Scheme; 3] = [Scheme::Default, Scheme::Light, Scheme::Mono];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scheme::Default => "default",
-            Scheme::Light => "light",
-            Scheme::Mono => "mono",
-        }
-    }
-
-    /// The next scheme in [`Scheme::ALL`], for `Z`.
-    pub fn next(self) -> Scheme {
-        let i = Scheme::ALL.iter().position(|s| *s == self).unwrap_or(0);
-        Scheme::ALL[(i + 1) % Scheme::ALL.len()]
-    }
-}
-
-/// The scheme chosen, and whether `NO_COLOR` overrules it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Theme {
-    pub scheme: Scheme,
-    /// `NO_COLOR` is set: monochrome whatever the scheme (no-color.org),
-    /// while `Z` and `W` still change and save the scheme.
-    pub no_color: bool,
-}
-
-impl Theme {
-    /// The default scheme, monochrome if `NO_COLOR` is set to anything
-    /// non-empty.
-    pub fn from_env() -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Theme {
-            scheme: Scheme::Default,
-            no_color,
-        }
-    }
-
-    /// Attributes only.
-    pub fn mono() -> Self {
-        Theme {
-            scheme: Scheme::Mono,
-            no_color: false,
-        }
-    }
-
-    pub fn with_scheme(self, scheme: Scheme) -> Self {
-        Theme { scheme, ..self }
-    }
-
-    /// The scheme in effect on screen.
-    pub fn effective(self) -> Scheme {
-        if self.no_color {
-            Scheme::Mono
-        } else {
-            self.scheme
-        }
-    }
-
-    pub fn color(self) -> bool {
-        self.effective() != Scheme::Mono
-    }
-}
+pub use super::style::{Scheme, Theme};
 
 /// Settings the TUI starts with, from the command line.
 #[derive(Clone, Debug)]
@@ -228,8 +151,11 @@ pub struct App {
     pub pos: [ListPos; 5],
     pub width: u16,
     pub height: u16,
-    /// Per CPU: busy % (100 - idle) history, oldest first.
-    pub history: BTreeMap<u32, VecDeque<f64>>,
+    /// Sparkline rings per CPU and task ([`super::history`]).
+    pub history: History,
+    /// The topology thread's facts for the detail pane, and the pane.
+    pub facts: Facts,
+    pub pane: Option<Pane>,
     // Derived from the frame and settings by `rebuild`.
     pub rows: Vec<TaskRow>,
     pub dev_rows: Vec<DevRow>,
@@ -274,7 +200,9 @@ impl App {
             pos: [ListPos::default(); 5],
             width: opts.width,
             height: opts.height,
-            history: BTreeMap::new(),
+            history: History::default(),
+            facts: Facts::default(),
+            pane: None,
             rows: Vec::new(),
             dev_rows: Vec::new(),
             cpu_rows: CpuRows::default(),
@@ -309,17 +237,7 @@ impl App {
 
     /// Shows `frame` now (replay seeks bypass pause) and extends history.
     pub fn show_frame(&mut self, frame: Frame) {
-        for c in &frame.cpus {
-            let h = self.history.entry(c.cpu).or_default();
-            if h.len() == HISTORY_LEN {
-                h.pop_front();
-            }
-            h.push_back(if c.online {
-                (100.0 - c.idle_pct).clamp(0.0, 100.0)
-            } else {
-                0.0
-            });
-        }
+        self.history.push(&frame);
         self.frame = Some(frame);
         self.rebuild();
     }
@@ -398,12 +316,13 @@ impl App {
         self.clamp(v);
     }
 
-    /// Thread rows are collected only while a view needs them.
+    /// Thread rows are collected only while a view or the detail pane
+    /// needs them.
     pub(crate) fn thread_rows(&self) -> Action {
         if self.replay.is_some() {
             Action::None
         } else {
-            Action::ThreadRows(self.threads || self.tree)
+            Action::ThreadRows(self.threads || self.tree || self.detail.is_some())
         }
     }
 
@@ -490,6 +409,7 @@ impl App {
     /// `Enter`: the detail pane of the process under the cursor.
     pub(crate) fn open_detail(&mut self) {
         self.detail = self.selected_task().map(|t| t.pid);
+        self.pane = detail::pane(self.detail, self.frame.as_ref(), &self.facts, None);
     }
 
     /// `Z`: the next colour scheme.
@@ -624,9 +544,16 @@ impl App {
             sort: self.sort,
             threads: self.threads,
             tree: self.tree,
+            forest: self.forest,
             ctx: self.row_ctx(),
         });
         self.dev_rows = devices::rows(self.frame.as_ref());
+        self.pane = detail::pane(
+            self.detail,
+            self.frame.as_ref(),
+            &self.facts,
+            self.pane.take(),
+        );
         self.cg_rows = cgroups::rows(
             self.frame.as_ref(),
             &self.expanded,

@@ -348,7 +348,9 @@ pub(crate) fn draw_fields(
     ));
     // On a short terminal the list scrolls so the highlighted line shows.
     let inner = r.height.saturating_sub(2) as usize;
-    let skip = (at + 2).saturating_sub(inner).min(lines.len().saturating_sub(inner));
+    let skip = (at + 2)
+        .saturating_sub(inner)
+        .min(lines.len().saturating_sub(inner));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(" fields: * shown, ▼ sort ");

@@ -249,7 +249,7 @@ pub const KEYMAP: &[Entry] = &[
     },
     Entry {
         binds: &[(ch('Z'), C::Scheme)],
-        help: "next colour scheme: default, light, mono",
+        help: "colours: default, light, mono (NO_COLOR: mono)",
     },
     Entry {
         binds: &[(ch('W'), C::WriteConfig)],

@@ -14,11 +14,14 @@ pub mod chrome;
 mod fields;
 #[cfg(feature = "testing")]
 pub mod fixtures;
+pub mod history;
 pub mod keymap;
 pub mod prompt;
 pub mod render;
 pub mod rows;
+mod saved;
 pub mod settings;
+pub mod sparkline;
 mod style;
 mod tabs;
 mod term;
@@ -47,8 +50,17 @@ pub enum Msg {
         playing: bool,
         frame: Box<Frame>,
     },
+    /// Replay: the history of the frames before replay frame `index`,
+    /// read from the recording after a jump (the frame itself is pushed
+    /// onto it here). Dropped when another frame is shown by then.
+    History {
+        index: usize,
+        history: Box<history::History>,
+    },
     Users(Vec<(u32, String)>),
     Extras(Extras),
+    /// The topology thread's facts for the detail pane.
+    Facts(Box<rows::detail::Facts>),
     /// Shown in the status line; the TUI keeps running.
     Warn(String),
     /// The data thread cannot go on: leave the TUI and print this.
@@ -164,11 +176,37 @@ fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
             app.add_users(u);
             app.rebuild();
         }
+        Msg::History { index, history } => {
+            if app.replay.is_some_and(|r| r.index == index) {
+                app.history = *history;
+                if let Some(f) = &app.frame {
+                    app.history.push(f);
+                }
+            }
+        }
         Msg::Extras(e) => app.set_extras(e),
+        Msg::Facts(f) => {
+            app.facts = *f;
+            app.rebuild();
+        }
         Msg::Warn(w) => app.message = Some(w),
         Msg::Fatal(e) => return Err(e),
     }
     Ok(())
+}
+
+/// Keys that open or close the detail pane change which thread rows the
+/// App wants without saying so (the keymap returns no action for them):
+/// the command to send when the wish changed and the key's own action did
+/// not already carry it.
+fn thread_rows_follow_up(before: &Action, action: &Action, app: &App) -> Option<Cmd> {
+    let now = app.thread_rows();
+    match now {
+        Action::ThreadRows(on) if now != *before && !matches!(action, Action::ThreadRows(_)) => {
+            Some(Cmd::ThreadRows(on))
+        }
+        _ => None,
+    }
 }
 
 fn event_loop(
@@ -208,7 +246,12 @@ fn event_loop(
         loop {
             let ev = event::read()?;
             let playing = app.replay.map(|r| r.playing);
-            match app.handle_event(&ev) {
+            let rows = app.thread_rows();
+            let action = app.handle_event(&ev);
+            if let Some(cmd) = thread_rows_follow_up(&rows, &action, app) {
+                let _ = tx.send(cmd);
+            }
+            match action {
                 Action::Quit => return Ok(0),
                 Action::SetDelay(d) => {
                     let _ = tx.send(Cmd::SetDelay(d));
@@ -239,5 +282,77 @@ fn event_loop(
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+
+    /// The thread rows the loop asks for after key `c`, if it asks.
+    fn asks(app: &mut App, c: KeyCode) -> Option<bool> {
+        let before = app.thread_rows();
+        let action = app.handle_event(&Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+        match thread_rows_follow_up(&before, &action, app) {
+            Some(Cmd::ThreadRows(on)) => Some(on),
+            _ => None,
+        }
+    }
+
+    /// Opening the detail pane asks the collector for thread rows, closing
+    /// it stops them; a key that asks by itself is not asked twice.
+    #[test]
+    fn the_detail_pane_asks_for_thread_rows() {
+        let mut app = App::new(app::Options::default());
+        app.push_frame(fixtures::busy_host());
+        assert_eq!(asks(&mut app, KeyCode::Enter), Some(true));
+        assert_eq!(asks(&mut app, KeyCode::Char('H')), None);
+        assert_eq!(asks(&mut app, KeyCode::Esc), None, "H still wants them");
+        assert_eq!(asks(&mut app, KeyCode::Char('H')), None);
+        assert_eq!(asks(&mut app, KeyCode::Enter), Some(true));
+        assert_eq!(asks(&mut app, KeyCode::Esc), Some(false));
+        assert_eq!(asks(&mut app, KeyCode::Down), None);
+    }
+
+    /// A history from the recording replaces the app's only for the frame
+    /// it was made for, and ends with that frame.
+    #[test]
+    fn replay_history_lands_on_its_own_frame() {
+        let mut app = App::new(app::Options::default());
+        let mut h = history::History::default();
+        for t in 0..5 {
+            h.push(&fixtures::busy_host_at(t));
+        }
+        let replay = |app: &mut App, index| {
+            apply(
+                app,
+                Msg::Replay {
+                    index,
+                    len: 20,
+                    playing: false,
+                    frame: Box::new(fixtures::busy_host_at(index as u64)),
+                },
+            )
+        };
+        replay(&mut app, 5).unwrap();
+        assert_eq!(app.history.frames(), 1);
+        let stale = Msg::History {
+            index: 4,
+            history: Box::new(h.clone()),
+        };
+        apply(&mut app, stale).unwrap();
+        assert_eq!(app.history.frames(), 1);
+        let fresh = Msg::History {
+            index: 5,
+            history: Box::new(h),
+        };
+        apply(&mut app, fresh).unwrap();
+        assert_eq!(app.history.frames(), 6);
+        // The next frame in order extends it; a jump starts over.
+        replay(&mut app, 6).unwrap();
+        assert_eq!(app.history.frames(), 7);
+        replay(&mut app, 12).unwrap();
+        assert_eq!(app.history.frames(), 1);
     }
 }

@@ -28,7 +28,12 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     f.render_widget(Paragraph::new(chrome::summary_line(app, &s)), summary);
     f.render_widget(Paragraph::new(chrome::tab_line(app, &s)), tabs);
     f.render_widget(Paragraph::new(chrome::view_header(app, &s)), header);
-    views::draw(f, app, &s, body);
+    // The detail pane covers the list; the list is still built underneath.
+    if views::detail::covers(app) {
+        views::detail::draw(f, app, &s, body);
+    } else {
+        views::draw(f, app, &s, body);
+    }
     f.render_widget(Paragraph::new(chrome::status_line(app, &s)), status);
     match &app.mode {
         Mode::Help(off) => chrome::draw_help(f, app, &s, area, *off),

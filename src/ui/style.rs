@@ -1,12 +1,91 @@
-//! What every part of the screen shares: the palette and the helpers that
-//! fit text into fixed-width cells.
+//! What every part of the screen shares: the colour schemes and the
+//! palette, and the helpers that fit text into fixed-width cells.
 
 use ratatui::style::{Color, Modifier, Style};
 
-use super::app::{Scheme, Theme};
+use serde::{Deserialize, Serialize};
 
 /// Stolen time (percent of one CPU) at which a row or figure gets marked.
 pub const STOLEN_MARK_PCT: f64 = 10.0;
+
+/// A colour scheme (top's `Z`): the same marks in colours that read on a
+/// dark or a light background, or none. Only the 16 basic colours are
+/// ever used, so the terminal's own palette decides the exact shades.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// For dark backgrounds (most terminals).
+    #[default]
+    Default,
+    /// For light backgrounds: no yellow, no cyan.
+    Light,
+    /// Attributes only (bold, reverse), as under `NO_COLOR`.
+    Mono,
+}
+
+impl Scheme {
+    pub const ALL: [Scheme; 3] = [Scheme::Default, Scheme::Light, Scheme::Mono];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Default => "default",
+            Scheme::Light => "light",
+            Scheme::Mono => "mono",
+        }
+    }
+
+    /// The next scheme in [`Scheme::ALL`], for `Z`.
+    pub fn next(self) -> Scheme {
+        let i = Scheme::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Scheme::ALL[(i + 1) % Scheme::ALL.len()]
+    }
+}
+
+/// The scheme chosen, and whether `NO_COLOR` overrules it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Theme {
+    pub scheme: Scheme,
+    /// `NO_COLOR` is set: monochrome whatever the scheme (no-color.org),
+    /// while `Z` and `W` still change and save the scheme.
+    pub no_color: bool,
+}
+
+impl Theme {
+    /// The default scheme, monochrome if `NO_COLOR` is set to anything
+    /// non-empty.
+    pub fn from_env() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Theme {
+            scheme: Scheme::Default,
+            no_color,
+        }
+    }
+
+    /// Attributes only.
+    pub fn mono() -> Self {
+        Theme {
+            scheme: Scheme::Mono,
+            no_color: false,
+        }
+    }
+
+    pub fn with_scheme(self, scheme: Scheme) -> Self {
+        Theme { scheme, ..self }
+    }
+
+    /// The scheme in effect on screen.
+    pub fn effective(self) -> Scheme {
+        if self.no_color {
+            Scheme::Mono
+        } else {
+            self.scheme
+        }
+    }
+
+    pub fn color(self) -> bool {
+        self.effective() != Scheme::Mono
+    }
+}
 
 /// Styles, each collapsing to attribute-only (bold/reverse) in the mono
 /// scheme and under NO_COLOR; only the 16 basic colours are ever used.

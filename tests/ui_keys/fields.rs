@@ -55,7 +55,13 @@ fn right_takes_a_column_and_up_down_move_it() {
     key(&mut a, KeyCode::Up);
     key(&mut a, KeyCode::Up);
     key(&mut a, KeyCode::Left);
-    assert_eq!(a.mode, Mode::Fields { at: at - 2, moving: false });
+    assert_eq!(
+        a.mode,
+        Mode::Fields {
+            at: at - 2,
+            moving: false
+        }
+    );
     assert_eq!(a.columns[at - 2], Column::Stolen);
     assert_eq!(a.columns[at - 1], before[at - 2]);
     assert_eq!(a.columns.len(), before.len());

@@ -4,6 +4,7 @@
 //! the help overlay lists exactly the keys that do something; `selection`
 //! where the cursor goes when the rows re-sort under it.
 
+mod detail;
 mod fields;
 mod help;
 mod selection;

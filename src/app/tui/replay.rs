@@ -2,11 +2,12 @@
 //! on its own thread over the recording's frames, so decoding a sample
 //! never blocks a key.
 
+use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::topology::{note_extras, topology_extras};
+use super::topology::{note_extras, send_extras, topology_extras};
 use super::{Channels, send_new_users};
 use crate::app::cli::Cli;
 use crate::app::options;
@@ -14,6 +15,7 @@ use crate::model::frame::Frame;
 use crate::sys::ticker::Ticker;
 use crate::sys::users::UserNames;
 use crate::ui::app::Extras;
+use crate::ui::history::{HISTORY_LEN, History};
 use crate::ui::rows::LineKind;
 use crate::ui::{Cmd, Msg};
 
@@ -24,6 +26,137 @@ pub(crate) trait FrameSource {
     /// Index of the frame ending at or before `unix_ms` (the first frame
     /// when the time is earlier); `None` when frames carry no times.
     fn index_at(&self, unix_ms: u64) -> Option<usize>;
+    /// The frames that end before frame `i`, oldest first, at most `n`:
+    /// what the history would hold had playback reached `i`. `f` may stop
+    /// the walk.
+    fn frames_before(
+        &mut self,
+        i: usize,
+        n: usize,
+        f: &mut dyn FnMut(Frame) -> ControlFlow<()>,
+    ) -> anyhow::Result<()>;
+}
+
+/// What a jump may spend reading the history before its frame. The frame
+/// is shown first; the history follows, as many frames as fit by what a
+/// frame of the last walk cost (the first walk: what the jump's own frame
+/// cost), so at 100 tasks all [`HISTORY_LEN`] frames come, at 30,000
+/// threads a few. A walk past twice the budget is dropped, and any
+/// command cuts it short (held `{` or `}` never queue walks).
+const HISTORY_BUDGET: Duration = Duration::from_millis(400);
+
+/// Frames of history a jump reads, given what computing one frame cost.
+fn history_frames(cost: Duration) -> usize {
+    let fit = HISTORY_BUDGET.as_secs_f64() / cost.as_secs_f64().max(1e-6);
+    // The app pushes the jump's own frame onto it.
+    (fit as usize).min(HISTORY_LEN - 1)
+}
+
+/// The replay cursor's side of the channel: what was sent last, so that a
+/// jump (anything but the next frame) gets its history.
+struct Out {
+    tx: Sender<Msg>,
+    names: Option<UserNames>,
+    len: usize,
+    shown: Option<usize>,
+    /// A command that arrived while a history was read: handled next.
+    pending: Option<Cmd>,
+    /// What one frame of the last history walk cost: the next walk's
+    /// estimate (a first walk goes by what its jump's frame cost).
+    walk_cost: Option<Duration>,
+}
+
+impl Out {
+    /// Shows frame `index`, then after a jump the history before it.
+    /// `false` once the UI is gone.
+    fn show<S: FrameSource>(
+        &mut self,
+        src: &mut S,
+        rx: &Receiver<Cmd>,
+        index: usize,
+        playing: bool,
+    ) -> bool {
+        let t0 = Instant::now();
+        let f = match src.frame(index) {
+            Ok(f) => f,
+            Err(e) => {
+                self.shown = None;
+                return self
+                    .tx
+                    .send(Msg::Warn(format!("sample {index}: {e:#}")))
+                    .is_ok();
+            }
+        };
+        let cost = t0.elapsed();
+        if !send_new_users(self.names.as_mut(), &f, &self.tx) {
+            return false;
+        }
+        let msg = Msg::Replay {
+            index,
+            len: self.len,
+            playing,
+            frame: Box::new(f),
+        };
+        if self.tx.send(msg).is_err() {
+            return false;
+        }
+        let jump = index == 0 || self.shown != Some(index - 1);
+        self.shown = Some(index);
+        if !jump {
+            return true;
+        }
+        match self.history(src, rx, index, cost) {
+            Some(h) => self
+                .tx
+                .send(Msg::History {
+                    index,
+                    history: Box::new(h),
+                })
+                .is_ok(),
+            None => true,
+        }
+    }
+
+    /// The history before frame `index`, read within [`HISTORY_BUDGET`]
+    /// (twice it at the most, however wrong the estimate); `None` when
+    /// there is none or a command came first.
+    fn history<S: FrameSource>(
+        &mut self,
+        src: &mut S,
+        rx: &Receiver<Cmd>,
+        index: usize,
+        cost: Duration,
+    ) -> Option<History> {
+        let n = history_frames(self.walk_cost.unwrap_or(cost));
+        if n == 0 {
+            return None;
+        }
+        let t0 = Instant::now();
+        let deadline = t0 + HISTORY_BUDGET * 2;
+        let mut h = History::default();
+        let mut cut = false;
+        let pending = &mut self.pending;
+        let walked = src.frames_before(index, n, &mut |f| {
+            if pending.is_none() {
+                *pending = match rx.try_recv() {
+                    Ok(c) => Some(c),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(Cmd::Quit),
+                };
+            }
+            if pending.is_some() || Instant::now() > deadline {
+                cut = true;
+                return ControlFlow::Break(());
+            }
+            h.push(&f);
+            ControlFlow::Continue(())
+        });
+        if pending.is_none() && h.frames() > 0 {
+            self.walk_cost = Some(t0.elapsed() / h.frames() as u32);
+        }
+        // A cut history would end short of the frame: none is better.
+        (walked.is_ok() && !cut && h.frames() > 0).then_some(h)
+    }
 }
 
 /// The replay cursor: seek, step and play at `delay`, on its own thread so
@@ -32,31 +165,22 @@ pub(crate) trait FrameSource {
 pub(crate) fn replay_loop<S: FrameSource>(
     mut src: S,
     mut delay: f64,
-    mut names: Option<UserNames>,
+    names: Option<UserNames>,
     rx: Receiver<Cmd>,
     tx: Sender<Msg>,
 ) {
     let len = src.len();
     let mut index = 0usize;
     let mut playing = false;
-    let mut send = |src: &mut S, index: usize, playing: bool| -> bool {
-        let msg = match src.frame(index) {
-            Ok(f) => {
-                if !send_new_users(names.as_mut(), &f, &tx) {
-                    return false;
-                }
-                Msg::Replay {
-                    index,
-                    len,
-                    playing,
-                    frame: Box::new(f),
-                }
-            }
-            Err(e) => Msg::Warn(format!("sample {index}: {e:#}")),
-        };
-        tx.send(msg).is_ok()
+    let mut out = Out {
+        tx,
+        names,
+        len,
+        shown: None,
+        pending: None,
+        walk_cost: None,
     };
-    if !send(&mut src, index, playing) {
+    if !out.show(&mut src, &rx, index, playing) {
         return;
     }
     // Playback steps on the ticker's grid: decoding a frame does not
@@ -68,16 +192,21 @@ pub(crate) fn replay_loop<S: FrameSource>(
         } else {
             Duration::from_secs(3600)
         };
-        match rx.recv_timeout(wait) {
+        let cmd = match out.pending.take() {
+            Some(c) => Ok(c),
+            None => rx.recv_timeout(wait),
+        };
+        match cmd {
             Ok(Cmd::Seek(i)) => {
                 index = i.min(len.saturating_sub(1));
-                if !send(&mut src, index, playing) {
+                if !out.show(&mut src, &rx, index, playing) {
                     return;
                 }
             }
             Ok(Cmd::SeekTime(t)) => {
                 let Some(i) = src.index_at(t) else {
-                    if tx
+                    if out
+                        .tx
                         .send(Msg::Warn("this recording has no sample times".into()))
                         .is_err()
                     {
@@ -86,7 +215,7 @@ pub(crate) fn replay_loop<S: FrameSource>(
                     continue;
                 };
                 index = i.min(len.saturating_sub(1));
-                if !send(&mut src, index, playing) {
+                if !out.show(&mut src, &rx, index, playing) {
                     return;
                 }
             }
@@ -111,7 +240,7 @@ pub(crate) fn replay_loop<S: FrameSource>(
                 } else {
                     playing = false;
                 }
-                if !send(&mut src, index, playing) {
+                if !out.show(&mut src, &rx, index, playing) {
                     return;
                 }
             }
@@ -142,6 +271,21 @@ impl FrameSource for RecordingFrames {
             .unwrap_or(0)
             .clamp(self.span.start, last);
         Some((k - self.span.start).saturating_sub(1))
+    }
+    /// Through [`crate::record::walk::frames_in`], from before the
+    /// `--begin` window too: history is what came before, window or not.
+    fn frames_before(
+        &mut self,
+        i: usize,
+        n: usize,
+        f: &mut dyn FnMut(Frame) -> ControlFlow<()>,
+    ) -> anyhow::Result<()> {
+        // Frame `i` ends at sample `end`; the n before it end at the n
+        // samples before, and the first of them needs a baseline before it.
+        let end = self.span.start + i + 1;
+        let from = end.saturating_sub(n + 1);
+        crate::record::walk::frames_in(&self.rec, from..end, |_, frame| Ok(f(frame)), &mut |_| {})?;
+        Ok(())
     }
 }
 
@@ -190,11 +334,14 @@ pub(super) fn start_replay(
     let path = file.to_path_buf();
     let extras_tx = tx.clone();
     std::thread::spawn(move || {
-        let extras = match crate::app::pinning_check::load_recorded(&path) {
-            Ok((topo, ev)) => topology_extras(&topo, &ev),
-            Err(e) => note_extras(LineKind::Note, format!("Replay: {e:#}")),
+        let (extras, facts) = match crate::app::pinning_check::load_recorded(&path) {
+            Ok((topo, ev)) => {
+                let (extras, facts) = topology_extras(&topo, &ev);
+                (extras, Some(facts))
+            }
+            Err(e) => (note_extras(LineKind::Note, format!("Replay: {e:#}")), None),
         };
-        let _ = extras_tx.send(Msg::Extras(extras));
+        send_extras(&extras_tx, extras, facts);
     });
     let delay = cli.delay();
     let warn = tx.clone();
@@ -223,6 +370,19 @@ mod tests {
             let n = self.0.partition_point(|f| f.unix_ms <= unix_ms);
             Some(n.saturating_sub(1))
         }
+        fn frames_before(
+            &mut self,
+            i: usize,
+            n: usize,
+            f: &mut dyn FnMut(Frame) -> ControlFlow<()>,
+        ) -> anyhow::Result<()> {
+            for fr in &self.0[i.saturating_sub(n)..i.min(self.0.len())] {
+                if f(fr.clone()).is_break() {
+                    break;
+                }
+            }
+            Ok(())
+        }
     }
 
     fn index_of(m: Msg) -> (usize, bool) {
@@ -232,25 +392,34 @@ mod tests {
         }
     }
 
+    /// The next frame's (index, playing), past the histories jumps send.
+    fn next(rx: &Receiver<Msg>) -> (usize, bool) {
+        loop {
+            match rx.recv_timeout(Duration::from_secs(5)).unwrap() {
+                Msg::History { .. } => {}
+                m => return index_of(m),
+            }
+        }
+    }
+
     #[test]
     fn replay_cursor_seeks_plays_and_stops_at_the_end() {
         let frames: Vec<Frame> = (0..4).map(fixtures::busy_host_at).collect();
         let (ctx, crx) = mpsc::channel();
         let (tx, rx) = mpsc::channel();
         let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, None, crx, tx));
-        let t = Duration::from_secs(5);
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        assert_eq!(next(&rx), (0, false));
         ctx.send(Cmd::Seek(2)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, false));
+        assert_eq!(next(&rx), (2, false));
         ctx.send(Cmd::Seek(99)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
+        assert_eq!(next(&rx), (3, false));
         ctx.send(Cmd::Seek(1)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (1, false));
+        assert_eq!(next(&rx), (1, false));
         ctx.send(Cmd::Play(true)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, true));
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, true));
+        assert_eq!(next(&rx), (2, true));
+        assert_eq!(next(&rx), (3, true));
         // At the end playback stops by itself.
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
+        assert_eq!(next(&rx), (3, false));
         ctx.send(Cmd::Quit).unwrap();
         h.join().unwrap();
     }
@@ -279,9 +448,9 @@ mod tests {
             }
             _ => panic!("expected names before the first frame"),
         }
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        assert_eq!(next(&rx), (0, false));
         ctx.send(Cmd::Seek(2)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, false));
+        assert_eq!(next(&rx), (2, false));
         ctx.send(Cmd::Quit).unwrap();
         h.join().unwrap();
     }
@@ -298,17 +467,101 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let (ctx, crx) = mpsc::channel();
         let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, None, crx, tx));
-        let t = Duration::from_secs(5);
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        assert_eq!(next(&rx), (0, false));
         // Between two frames: the one ending before.
         ctx.send(Cmd::SeekTime(1_002_500)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (2, false));
+        assert_eq!(next(&rx), (2, false));
         // Before the start and after the end: clamp.
         ctx.send(Cmd::SeekTime(5)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        assert_eq!(next(&rx), (0, false));
         ctx.send(Cmd::SeekTime(9_999_999)).unwrap();
-        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (3, false));
+        assert_eq!(next(&rx), (3, false));
         ctx.send(Cmd::Quit).unwrap();
         h.join().unwrap();
+    }
+
+    /// A jump shows its frame, then the history before it from the
+    /// recording; the frames that follow in order come without one.
+    #[test]
+    fn a_jump_is_followed_by_the_history_before_it() {
+        use crate::ui::history::{Key, Series};
+        let frames: Vec<Frame> = (0..10).map(fixtures::busy_host_at).collect();
+        let want: Vec<f64> = frames
+            .iter()
+            .map(|f| {
+                f.processes
+                    .iter()
+                    .find(|p| p.pid == 5001)
+                    .unwrap()
+                    .stolen_pct
+            })
+            .collect();
+        let (ctx, crx) = mpsc::channel();
+        let (tx, rx) = mpsc::channel();
+        let h = std::thread::spawn(move || replay_loop(Fixed(frames), 0.05, None, crx, tx));
+        let t = Duration::from_secs(5);
+        // Nothing comes before the first frame.
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (0, false));
+        ctx.send(Cmd::Seek(6)).unwrap();
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (6, false));
+        let Msg::History { index, history } = rx.recv_timeout(t).unwrap() else {
+            panic!("expected the history after a jump");
+        };
+        assert_eq!((index, history.frames()), (6, 6));
+        let got: Vec<f64> = history
+            .last_n(Key::Proc(5001), Series::Stolen, 6)
+            .into_iter()
+            .map(|v| f64::from(v.unwrap()))
+            .collect();
+        for (g, w) in got.iter().zip(&want[..6]) {
+            assert!((g - w).abs() <= w * 0.004, "{got:?} vs {want:?}");
+        }
+        ctx.send(Cmd::Play(true)).unwrap();
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (7, true));
+        assert_eq!(index_of(rx.recv_timeout(t).unwrap()), (8, true));
+        ctx.send(Cmd::Quit).unwrap();
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn history_budget_bounds_the_frames_read() {
+        assert_eq!(history_frames(Duration::from_micros(300)), HISTORY_LEN - 1);
+        assert_eq!(history_frames(Duration::from_millis(40)), 10);
+        assert_eq!(history_frames(Duration::from_secs(2)), 0);
+    }
+
+    /// A recording's frames before a replay frame are the walk's, from
+    /// before the `--begin` window too.
+    #[test]
+    fn recording_frames_before_come_from_the_walk() {
+        use crate::record::{Meta, Writer, synth};
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("h.rec");
+        let mut w = Writer::create(&p, false, false).unwrap();
+        w.write_meta(&Meta {
+            host: synth::host(2),
+            interval_s: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+        for i in 0..12u64 {
+            w.write_sample(&synth::sample(i + 1, 3, 2)).unwrap();
+        }
+        w.finish("count").unwrap();
+        let rec = crate::record::Recording::open(&p).unwrap();
+        let mut src = RecordingFrames { rec, span: 4..12 };
+        let mut got = Vec::new();
+        src.frames_before(2, 5, &mut |f| {
+            got.push(f);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        // Frame 2 of the window ends at sample 7: the five before end at 2..=6.
+        assert_eq!(got.len(), 5);
+        for (k, f) in (2..=6).zip(&got) {
+            let want = crate::record::walk::frame_ending_at(&src.rec, k).unwrap();
+            assert_eq!(f.seq, want.seq, "sample {k}");
+            assert_eq!(f.processes, want.processes, "sample {k}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::app::options;
 use crate::sys::ticker::Ticker;
 use crate::ui::Msg;
 use crate::ui::app::Extras;
+use crate::ui::rows::detail::{self, Facts};
 use crate::ui::rows::{LineKind, devices, pinning, topology};
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read, at
@@ -71,16 +72,26 @@ fn threads_from(shared: &SharedState) -> Option<Vec<crate::sample::RawTask>> {
 }
 
 /// The Devices, Topology and Pinning views' data from one topology, linted
-/// with `evidence` (live or recorded stolen time).
+/// with `evidence` (live or recorded stolen time), and the detail pane's
+/// facts from the same lint.
 pub(super) fn topology_extras(
     t: &crate::topology::HostTopology,
     evidence: &crate::pinning::Evidence,
-) -> Extras {
-    Extras {
+) -> (Extras, Facts) {
+    let report = crate::pinning::check(t, evidence);
+    let extras = Extras {
         devices: Some(devices::device_info(t)),
         topology: Some(topology::lines(t)),
-        pinning: Some(pinning::lines(&crate::pinning::check(t, evidence))),
-    }
+        pinning: Some(pinning::lines(&report)),
+    };
+    (extras, detail::facts(t, &report))
+}
+
+/// Sends what one topology gave: the views' extras, then the pane's facts
+/// when there are any; `false` once the UI is gone.
+pub(super) fn send_extras(tx: &Sender<Msg>, extras: Extras, facts: Option<Facts>) -> bool {
+    tx.send(Msg::Extras(extras)).is_ok()
+        && facts.is_none_or(|f| tx.send(Msg::Facts(Box::new(f))).is_ok())
 }
 
 /// Why the Topology and Pinning views have nothing to show.
@@ -102,15 +113,19 @@ pub(super) fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender
         loop {
             opts.known_threads = shared.as_ref().and_then(threads_from);
             let cpu0 = crate::sys::clock::thread_cputime_ns();
-            let mut extras = match crate::topology::load(&opts) {
+            let (mut extras, facts) = match crate::topology::load(&opts) {
                 Ok(t) => {
                     let ev = shared
                         .as_ref()
                         .and_then(|e| e.lock().ok().map(|g| g.evidence.clone()))
                         .unwrap_or_default();
-                    topology_extras(&t, &ev)
+                    let (extras, facts) = topology_extras(&t, &ev);
+                    (extras, Some(facts))
                 }
-                Err(e) => note_extras(LineKind::Warn, format!("topology unavailable: {e:#}")),
+                Err(e) => (
+                    note_extras(LineKind::Warn, format!("topology unavailable: {e:#}")),
+                    None,
+                ),
             };
             let cpu =
                 Duration::from_nanos(crate::sys::clock::thread_cputime_ns().saturating_sub(cpu0));
@@ -131,7 +146,7 @@ pub(super) fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender
                 );
             }
             ticker.set_period(every, Instant::now());
-            if tx.send(Msg::Extras(extras)).is_err() {
+            if !send_extras(&tx, extras, facts) {
                 return;
             }
             // Never stopped by a flag: the thread ends when the UI is gone.

@@ -12,12 +12,14 @@
 //! | Devices/NAPI | [`devices`] |
 //! | Topology | [`topology`] |
 //! | Pinning | [`pinning`] |
+//! | The detail pane over Processes (`Enter`) | [`detail`] |
 //!
 //! Topology and Pinning are text views: lines made on the data thread
 //! (they need I/O), each a [`LineKind`] and its text.
 
 pub mod cgroups;
 pub mod cpus;
+pub mod detail;
 pub mod devices;
 pub mod pinning;
 pub mod processes;

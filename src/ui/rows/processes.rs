@@ -1,5 +1,6 @@
-//! Processes view's rows: one per process or thread (or a process with its
-//! threads under it), filtered and sorted, as indices into the Frame.
+//! Processes view's rows: one per process or thread, or processes with
+//! their threads under them (`t`) and under their parents (`V`, top's
+//! forest), filtered and sorted, as indices into the Frame.
 
 use std::collections::HashMap;
 
@@ -17,10 +18,18 @@ pub enum Src {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskRow {
     pub src: Src,
-    /// 0 for top-level rows, 1 for threads under a process in tree mode.
+    /// Depth in the tree: 0 for top-level rows; a thread is one below its
+    /// process, and in the forest a process one below its parent.
+    /// Saturates at 255 (a hostile recording can chain any number).
     pub depth: u8,
-    /// Last child of its parent (tree drawing).
+    /// Last child of its parent: its glyph is `└─` rather than `├─`.
     pub last: bool,
+    /// The vertical lines left of the glyph, so drawing needs no look at
+    /// other rows: bit `j` is set when the ancestor `j + 1` levels up (bit
+    /// 0: the parent) has siblings below it, so its column draws `│`. Only
+    /// the nearest 32 ancestors fit; the drawn indentation is capped below
+    /// that anyway.
+    pub rails: u32,
 }
 
 /// Sort order of the Processes view.
@@ -36,13 +45,20 @@ pub(crate) struct Query<'a> {
     pub frame: Option<&'a Frame>,
     pub filter: &'a str,
     pub sort: SortKey,
-    /// One row per thread instead of per process.
+    /// One row per thread instead of per process; under the tree or the
+    /// forest, threads under each process.
     pub threads: bool,
     /// Each process with its threads under it.
     pub tree: bool,
+    /// Processes under their parents (top's `V`). Rows stay process rows:
+    /// `threads` or `tree` adds each process's threads under it.
+    pub forest: bool,
     /// User names (the filter matches them) and what the columns sort by.
     pub ctx: RowCtx<'a>,
 }
+
+/// kthreadd: the parent of every kernel thread.
+const KTHREADD: u32 = 2;
 
 fn matches(q: &Query, t: &TaskView) -> bool {
     if q.filter.is_empty() {
@@ -84,60 +100,277 @@ pub(crate) fn rows(q: &Query) -> Vec<TaskRow> {
     let Some(f) = q.frame else {
         return Vec::new();
     };
-    if !q.tree {
-        let (list, mk): (&[TaskView], fn(usize) -> Src) = if q.threads {
-            (&f.threads, Src::Thread)
-        } else {
-            (&f.processes, Src::Proc)
-        };
-        let mut idx: Vec<usize> = (0..list.len()).filter(|&i| matches(q, &list[i])).collect();
-        idx.sort_by(|&a, &b| compare(q, &list[a], &list[b]));
-        return idx
-            .into_iter()
-            .map(|i| TaskRow {
-                src: mk(i),
-                depth: 0,
-                last: false,
-            })
-            .collect();
+    if q.tree || q.forest {
+        return nested(q, f);
     }
-    // Tree: each process, then its threads (the Frame has no parent PIDs,
-    // so the tree is process → threads).
-    let mut threads_of: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, t) in f.threads.iter().enumerate() {
-        threads_of.entry(t.pid).or_default().push(i);
-    }
-    let mut procs: Vec<usize> = (0..f.processes.len())
-        .filter(|&i| {
-            let p = &f.processes[i];
-            matches(q, p)
-                || threads_of
-                    .get(&p.pid)
-                    .is_some_and(|ts| ts.iter().any(|&j| matches(q, &f.threads[j])))
-        })
-        .collect();
-    procs.sort_by(|&a, &b| compare(q, &f.processes[a], &f.processes[b]));
-    let mut rows = Vec::with_capacity(procs.len() + f.threads.len());
-    for p in procs {
-        rows.push(TaskRow {
-            src: Src::Proc(p),
+    let (list, mk): (&[TaskView], fn(usize) -> Src) = if q.threads {
+        (&f.threads, Src::Thread)
+    } else {
+        (&f.processes, Src::Proc)
+    };
+    let mut idx: Vec<usize> = (0..list.len()).filter(|&i| matches(q, &list[i])).collect();
+    idx.sort_by(|&a, &b| compare(q, &list[a], &list[b]));
+    idx.into_iter()
+        .map(|i| TaskRow {
+            src: mk(i),
             depth: 0,
             last: false,
-        });
-        if let Some(ts) = threads_of.get_mut(&f.processes[p].pid) {
-            if ts.len() < 2 {
+            rails: 0,
+        })
+        .collect()
+}
+
+/// Each process's parent, as an index into `procs`: none for a root (PPID
+/// 0, its own PID, or a parent not in the frame). A kernel thread without
+/// a PPID (older recordings never collected it) goes under kthreadd, where
+/// the kernel puts every other one.
+fn parents(procs: &[TaskView]) -> Vec<Option<usize>> {
+    let mut by_pid: HashMap<u32, usize> = HashMap::with_capacity(procs.len());
+    for (i, p) in procs.iter().enumerate() {
+        // A PID twice (only a hostile recording): the first is the parent.
+        by_pid.entry(p.pid).or_insert(i);
+    }
+    let kthreadd = by_pid.get(&KTHREADD).is_some_and(|&k| procs[k].kthread);
+    procs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let ppid = if p.ppid == 0 && p.kthread && kthreadd {
+                KTHREADD
+            } else {
+                p.ppid
+            };
+            if ppid == 0 || ppid == p.pid {
+                return None;
+            }
+            by_pid.get(&ppid).copied().filter(|&j| j != i)
+        })
+        .collect()
+}
+
+/// Which processes are listed: those the filter matches (by themselves or,
+/// with threads shown, by one of their threads) and every ancestor of
+/// one, so a match is always seen where it sits in the tree.
+fn shown(
+    q: &Query,
+    f: &Frame,
+    parent: &[Option<usize>],
+    threads_of: &HashMap<u32, Vec<usize>>,
+) -> Vec<bool> {
+    let n = f.processes.len();
+    if q.filter.is_empty() {
+        return vec![true; n];
+    }
+    let mut vis = vec![false; n];
+    for (i, p) in f.processes.iter().enumerate() {
+        if vis[i] {
+            // Already an ancestor of a match: its own ancestors are in.
+            continue;
+        }
+        let hit = matches(q, p)
+            || threads_of
+                .get(&p.pid)
+                .is_some_and(|ts| ts.iter().any(|&j| matches(q, &f.threads[j])));
+        if !hit {
+            continue;
+        }
+        vis[i] = true;
+        // Up to the first ancestor already in: each process is climbed
+        // through once, and a PPID cycle stops where it closes.
+        let mut up = parent[i];
+        while let Some(a) = up {
+            if vis[a] {
+                break;
+            }
+            vis[a] = true;
+            up = parent[a];
+        }
+    }
+    vis
+}
+
+/// Processes as a tree: under their parents in the forest (`q.forest`),
+/// otherwise all at the top; with `q.threads` or `q.tree` each followed by
+/// its threads (unless it has only the one). Siblings keep the sort, and
+/// every process is listed once, PPID cycles included.
+fn nested(q: &Query, f: &Frame) -> Vec<TaskRow> {
+    let procs = &f.processes;
+    let n = procs.len();
+    let mut threads_of: HashMap<u32, Vec<usize>> = HashMap::new();
+    if q.threads || q.tree {
+        for (i, t) in f.threads.iter().enumerate() {
+            threads_of.entry(t.pid).or_default().push(i);
+        }
+    }
+    let parent = if q.forest {
+        parents(procs)
+    } else {
+        vec![None; n]
+    };
+    let shown = shown(q, f, &parent, &threads_of);
+    // Sorted once; linking children to their parents from the back keeps
+    // every level in this order: O(n log n) for the whole forest.
+    let mut order: Vec<usize> = (0..n).filter(|&i| shown[i]).collect();
+    order.sort_by(|&a, &b| compare(q, &procs[a], &procs[b]));
+    let mut links = Links {
+        first_child: vec![None; n],
+        next_sibling: vec![None; n],
+    };
+    for &i in order.iter().rev() {
+        if let Some(p) = parent[i] {
+            links.next_sibling[i] = links.first_child[p].replace(i);
+        }
+    }
+    let heads = links.heads(&order, &parent);
+    let mut b = Builder {
+        q,
+        f,
+        links,
+        threads_of,
+        done: vec![false; n],
+        out: Vec::with_capacity(order.len() + f.threads.len()),
+    };
+    for &i in &order {
+        if heads[i] {
+            b.subtree(i);
+        }
+    }
+    b.out
+}
+
+/// Each process's children, in the sort's order, as linked lists: no
+/// allocation per process.
+struct Links {
+    first_child: Vec<Option<usize>>,
+    next_sibling: Vec<Option<usize>>,
+}
+
+impl Links {
+    /// Which processes head a tree: those without a parent, and one
+    /// process of each PPID loop (a hostile recording: every ancestor in
+    /// the frame, none of them a root), so that nothing is lost. A loop is
+    /// cut at the first process met twice going up from the first one in
+    /// the sort that no root reaches; what hangs off the loop stays under
+    /// it.
+    fn heads(&self, order: &[usize], parent: &[Option<usize>]) -> Vec<bool> {
+        let n = parent.len();
+        let mut heads: Vec<bool> = parent.iter().map(Option::is_none).collect();
+        let mut reached = vec![false; n];
+        let mut stack = Vec::new();
+        for &i in order {
+            if heads[i] {
+                self.reach(i, &mut reached, &mut stack);
+            }
+        }
+        let mut climbed = vec![false; n];
+        for &i in order {
+            if reached[i] {
                 continue;
             }
-            ts.sort_by(|&a, &b| compare(q, &f.threads[a], &f.threads[b]));
-            let n = ts.len();
-            for (k, &j) in ts.iter().enumerate() {
-                rows.push(TaskRow {
-                    src: Src::Thread(j),
-                    depth: 1,
-                    last: k + 1 == n,
-                });
+            // Every process climbed here ends up reached below it, so
+            // each is climbed once at most.
+            let mut at = i;
+            while !climbed[at] {
+                climbed[at] = true;
+                match parent[at] {
+                    Some(p) => at = p,
+                    None => break,
+                }
+            }
+            heads[at] = true;
+            self.reach(at, &mut reached, &mut stack);
+        }
+        heads
+    }
+
+    /// Marks `from` and everything under it as reached.
+    fn reach(&self, from: usize, reached: &mut [bool], stack: &mut Vec<usize>) {
+        stack.push(from);
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut reached[i], true) {
+                continue;
+            }
+            let mut c = self.first_child[i];
+            while let Some(k) = c {
+                stack.push(k);
+                c = self.next_sibling[k];
             }
         }
     }
-    rows
+}
+
+/// The forest's links and what it has listed so far.
+struct Builder<'a, 'q> {
+    q: &'a Query<'q>,
+    f: &'a Frame,
+    links: Links,
+    /// Threads of each PID; taken when listed, so a thread is never listed
+    /// twice even under two processes with the same PID.
+    threads_of: HashMap<u32, Vec<usize>>,
+    done: Vec<bool>,
+    out: Vec<TaskRow>,
+}
+
+impl Builder<'_, '_> {
+    /// Lists `root` at depth 0 and everything under it, depth first. A
+    /// stack, not recursion: a chain of thousands cannot overflow it.
+    fn subtree(&mut self, root: usize) {
+        let mut stack = vec![(root, 0u8, false, 0u32)];
+        let mut kids = Vec::new();
+        while let Some((i, depth, last, rails)) = stack.pop() {
+            if std::mem::replace(&mut self.done[i], true) {
+                continue;
+            }
+            self.out.push(TaskRow {
+                src: Src::Proc(i),
+                depth,
+                last,
+                rails,
+            });
+            // The rails of whatever hangs under this row: its own, and a
+            // line in its column while siblings follow it (the top level
+            // draws no column).
+            let below = if depth == 0 {
+                0
+            } else {
+                (rails << 1) | u32::from(!last)
+            };
+            let down = depth.saturating_add(1);
+            kids.clear();
+            let mut c = self.links.first_child[i];
+            while let Some(k) = c {
+                // A loop's cut head is already listed, above.
+                if !self.done[k] {
+                    kids.push(k);
+                }
+                c = self.links.next_sibling[k];
+            }
+            self.threads(i, down, below, kids.is_empty());
+            let n = kids.len();
+            for (pos, &k) in kids.iter().enumerate().rev() {
+                stack.push((k, down, pos + 1 == n, below));
+            }
+        }
+    }
+
+    /// Process `i`'s threads right under it, before its child processes.
+    fn threads(&mut self, i: usize, depth: u8, rails: u32, no_kids: bool) {
+        let (q, f) = (self.q, self.f);
+        let Some(mut ts) = self.threads_of.remove(&f.processes[i].pid) else {
+            return;
+        };
+        // One thread is the process itself.
+        if ts.len() < 2 {
+            return;
+        }
+        ts.sort_by(|&a, &b| compare(q, &f.threads[a], &f.threads[b]));
+        let n = ts.len();
+        self.out
+            .extend(ts.into_iter().enumerate().map(|(k, j)| TaskRow {
+                src: Src::Thread(j),
+                depth,
+                last: no_kids && k + 1 == n,
+                rails,
+            }));
+    }
 }

@@ -1,5 +1,12 @@
 //! CPUs view: per CPU, mpstat-style shares as a bar, NET_RX and napi rates,
-//! the tasks interrupt work is stolen from, and a busy-history sparkline.
+//! the tasks interrupt work is stolen from, and sparklines of its STOLEN%
+//! and NET_RX/s history.
+//!
+//! The sparklines are STOLEN% and NET_RX/s rather than busy %: the bar
+//! already shows how busy a CPU is now, and a CPU at 100 % busy looks the
+//! same in a busy history whether a task or interrupt work kept it busy.
+//! What nettop is for is when interrupt work hit a CPU and whether it
+//! tracks the receive rate, which these two show side by side.
 
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Rect};
@@ -11,7 +18,9 @@ use super::table::{mark_selected, on_screen};
 use crate::model::frame::CpuView;
 use crate::output::format::{fmt_pct, fmt_rate};
 use crate::ui::app::App;
+use crate::ui::history::{Key, Series};
 use crate::ui::rows::View;
+use crate::ui::sparkline::PCT_SCALE;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
 
 pub(crate) const HEADER: &str = "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, NET_RX ns per packet, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it";
@@ -35,7 +44,8 @@ enum CpuCol {
     Squeeze,
     Ksoftirqd,
     Victims,
-    History,
+    StolenHist,
+    NetRxHist,
 }
 
 const BAR_W: usize = 20;
@@ -60,11 +70,12 @@ fn cpu_cols() -> Vec<(CpuCol, u16, &'static str)> {
         (Squeeze, 5, "SQZ/s"),
         (Ksoftirqd, 6, "KSIRQ%"),
         (Victims, 22, "VICTIMS (stolen)"),
-        (History, 16, "BUSY HISTORY"),
+        (StolenHist, 16, "STOLEN% HIST"),
+        (NetRxHist, 16, "NETRX/s HIST"),
     ]
 }
 
-const CPU_PRIORITY: [CpuCol; 18] = [
+const CPU_PRIORITY: [CpuCol; 19] = [
     CpuCol::Cpu,
     CpuCol::Bar,
     CpuCol::Soft,
@@ -77,7 +88,8 @@ const CPU_PRIORITY: [CpuCol; 18] = [
     CpuCol::Squeeze,
     CpuCol::Ksoftirqd,
     CpuCol::Irq,
-    CpuCol::History,
+    CpuCol::StolenHist,
+    CpuCol::NetRxHist,
     CpuCol::Node,
     CpuCol::Usr,
     CpuCol::Sys,
@@ -133,22 +145,6 @@ fn bar_spans<'a>(c: &CpuView, s: &Sty) -> Vec<Span<'a>> {
     spans
 }
 
-/// Text sparkline of the last `w` values (0–100).
-fn sparkline(values: Option<&std::collections::VecDeque<f64>>, w: usize) -> String {
-    const TICKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let Some(v) = values else {
-        return " ".repeat(w);
-    };
-    let skip = v.len().saturating_sub(w);
-    let mut out: String = " ".repeat(w.saturating_sub(v.len()));
-    for x in v.iter().skip(skip) {
-        // Anything above zero shows at least the lowest tick.
-        let i = ((x / 100.0 * 8.0).round() as usize).clamp(usize::from(*x > 0.0), 8);
-        out.push(TICKS[i]);
-    }
-    out
-}
-
 pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     let all = cpu_cols();
     let display: Vec<(CpuCol, u16)> = all.iter().map(|(c, w, _)| (*c, *w)).collect();
@@ -158,9 +154,21 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
             .find(|x| x.0 == c)
             .map_or((0, ""), |x| (x.1, x.2))
     };
+    // STOLEN% is drawn against a whole CPU; NET_RX/s against the highest
+    // any CPU reached in the history, so rows share one scale: its title
+    // says which.
+    let rx_scale = format!("NETRX/s ≤{}", fmt_rate(app.history.net_rx_peak()));
     let header = Row::new(cols.iter().map(|c| {
         let (w, t) = spec(*c);
-        let right = !matches!(c, CpuCol::Bar | CpuCol::Victims | CpuCol::History);
+        let t = if *c == CpuCol::NetRxHist {
+            &rx_scale
+        } else {
+            t
+        };
+        let right = !matches!(
+            c,
+            CpuCol::Bar | CpuCol::Victims | CpuCol::StolenHist | CpuCol::NetRxHist
+        );
         Cell::from(fit(t, w as usize, right))
     }))
     .style(s.header());
@@ -246,9 +254,15 @@ fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<
                 });
             Cell::from(Span::styled(fit(&v, w, false), s.stolen()))
         }
-        CpuCol::History => Cell::from(Span::styled(
-            sparkline(app.history.get(&c.cpu), w),
-            s.fg(Color::Cyan),
+        CpuCol::StolenHist => Cell::from(Span::styled(
+            app.history
+                .sparkline(Key::Cpu(c.cpu), Series::Stolen, w, PCT_SCALE),
+            s.fg(Color::Red),
+        )),
+        CpuCol::NetRxHist => Cell::from(Span::styled(
+            app.history
+                .sparkline(Key::Cpu(c.cpu), Series::NetRx, w, app.history.net_rx_peak()),
+            s.fg(Color::Magenta),
         )),
     }
 }

@@ -11,6 +11,7 @@
 //! | Devices/NAPI | [`devices`] |
 //! | Topology | [`topology`] |
 //! | Pinning | [`pinning`] |
+//! | The detail pane over Processes (`Enter`) | [`detail`] |
 //!
 //! The table views share the helpers in `table.rs`. Topology and Pinning are
 //! text views: lines made on the data thread (they need I/O), scrolled and
@@ -18,6 +19,7 @@
 
 pub mod cgroups;
 pub mod cpus;
+pub mod detail;
 pub mod devices;
 pub mod pinning;
 pub mod processes;
@@ -37,6 +39,7 @@ use super::style::Sty;
 /// The dim line above the body: what the view shows and how to read it.
 pub(crate) fn header(app: &App) -> String {
     match app.view {
+        _ if detail::covers(app) => detail::header(app),
         View::Processes if app.group_cgroup => cgroups::header(app),
         View::Processes => processes::header(app),
         View::Cpus => cpus::HEADER.into(),

@@ -11,16 +11,24 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use super::table::{mark_selected, on_screen};
 use crate::output::columns::{PRIORITY, ProcColumn};
 use crate::ui::app::App;
+use crate::ui::history::{Key, Series};
 use crate::ui::rows::View;
 use crate::ui::rows::processes::TaskRow;
+use crate::ui::sparkline::PCT_SCALE;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
 
 /// Settings first: they must stay visible on narrow terminals.
 pub(crate) fn header(app: &App) -> String {
+    // The forest lists processes whatever `H` says; `H` and `t` only hang
+    // each one's threads under it.
+    let (rows, mode) = match (app.forest, app.threads, app.tree) {
+        (true, threads, tree) if threads || tree => ("Processes", "forest + threads"),
+        (true, _, _) => ("Processes", "forest"),
+        (false, true, tree) => ("Threads", if tree { "tree" } else { "flat" }),
+        (false, false, tree) => ("Processes", if tree { "tree" } else { "flat" }),
+    };
     let mut t = format!(
-        "{} ({}) · sort {}{}",
-        if app.threads { "Threads" } else { "Processes" },
-        if app.tree { "tree" } else { "flat" },
+        "{rows} ({mode}) · sort {}{}",
         app.sort.column.title(),
         if app.sort.descending { "▼" } else { "▲" },
     );
@@ -65,7 +73,7 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     };
 
     let traced = app.row_ctx().traced;
-    let thread_rows = app.threads && !app.tree;
+    let thread_rows = app.threads && !app.tree && !app.forest;
     let mut header_cells = vec![Cell::from(" ")];
     for &c in &cols {
         let mut t = c.header(traced, thread_rows);
@@ -119,8 +127,7 @@ fn task_row<'a>(
     for &c in cols {
         let mut text = c.text(t, &cx);
         if c == ProcColumn::Command && r.depth > 0 {
-            let prefix = if r.last { "└─ " } else { "├─ " };
-            text.insert_str(0, prefix);
+            text.insert_str(0, &tree_prefix(r, width_of(c) as usize));
         }
         let style = match c {
             ProcColumn::True if gap >= STOLEN_MARK_PCT => Style::new().add_modifier(Modifier::BOLD),
@@ -130,6 +137,11 @@ fn task_row<'a>(
             _ => Style::new(),
         };
         let w = width_of(c) as usize;
+        if c == ProcColumn::Trend {
+            text = app
+                .history
+                .sparkline(Key::of(t), Series::Stolen, w, PCT_SCALE);
+        }
         // A command line cut to the screen says so, as htop's does.
         if c == ProcColumn::Command && cx.cmdline && w > 1 && text.chars().count() > w {
             text = text.chars().take(w - 1).chain(['…']).collect();
@@ -137,4 +149,32 @@ fn task_row<'a>(
         cells.push(Cell::from(Span::styled(fit(&text, w, c.numeric()), style)));
     }
     Some(mark_selected(Row::new(cells), selected, s))
+}
+
+/// The tree glyphs before a nested row's COMMAND, as top -V and htop draw
+/// them: a `│` in each ancestor's column while it has siblings below,
+/// then the row's own `├─` or `└─`. A deep tree (a fork chain, a hostile
+/// recording) gets at most half of COMMAND, so the names stay on screen:
+/// past that only the nearest levels are drawn, after a `…`.
+fn tree_prefix(r: &TaskRow, cmd_w: usize) -> String {
+    let depth = usize::from(r.depth);
+    if depth == 0 {
+        return String::new();
+    }
+    // Three columns a level; always the row's own glyph; the rails hold 32.
+    let drawn = depth.min((cmd_w / 2 / 3).clamp(1, 32));
+    let mut s = String::with_capacity(drawn * 9 + 3);
+    if depth > drawn {
+        s.push('…');
+    }
+    // Outermost first: bit j is the ancestor j + 1 levels up.
+    for j in (0..drawn - 1).rev() {
+        s.push_str(if r.rails >> j & 1 == 1 {
+            "│  "
+        } else {
+            "   "
+        });
+    }
+    s.push_str(if r.last { "└─ " } else { "├─ " });
+    s
 }

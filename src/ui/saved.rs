@@ -1,0 +1,62 @@
+//! The App's side of the saved settings: what `W` hands over and what a
+//! start restores ([`Settings`] is the data, [`super::settings`]).
+
+use super::app::App;
+use super::rows::processes::SortKey;
+use super::settings::Settings;
+use crate::output::columns::ProcColumn;
+
+impl App {
+    /// The settings on screen now, every field given.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            view: Some(self.view),
+            sort: Some(self.sort.column),
+            sort_descending: Some(self.sort.descending),
+            columns: Some(self.columns.clone()),
+            delay: Some(self.delay),
+            threads: Some(self.threads),
+            tree: Some(self.tree),
+            forest: Some(self.forest),
+            command_line: Some(self.cmdline),
+            color_scheme: Some(self.theme.scheme),
+        }
+    }
+
+    /// Takes every setting `s` gives; the others stay as they are.
+    pub fn apply_settings(&mut self, s: &Settings) {
+        if let Some(v) = s.view {
+            self.view = v;
+        }
+        if let Some(c) = s.sort {
+            self.sort = SortKey {
+                column: c,
+                descending: s.sort_descending.unwrap_or(c.default_descending()),
+            };
+        } else if let Some(d) = s.sort_descending {
+            self.sort.descending = d;
+        }
+        if let Some(cols) = &s.columns {
+            self.columns = ProcColumn::visible_from(cols);
+        }
+        if let Some(d) = s.delay {
+            self.delay = d;
+        }
+        if let Some(t) = s.threads {
+            self.threads = t;
+        }
+        if let Some(t) = s.tree {
+            self.tree = t;
+        }
+        if let Some(f) = s.forest {
+            self.forest = f;
+        }
+        if let Some(c) = s.command_line {
+            self.cmdline = c;
+        }
+        if let Some(c) = s.color_scheme {
+            self.theme = self.theme.with_scheme(c);
+        }
+        self.rebuild();
+    }
+}
