@@ -45,17 +45,7 @@ fn bench(c: &mut Criterion) {
     // 30,000 threads of one process (plus the host's other processes), the
     // thread list on: what a frame costs the UI thread when it arrives
     // (ingest: sort and filter) and when it is drawn.
-    let mut threads = fixtures::many_tasks(30_000);
-    for t in threads.processes.iter_mut() {
-        t.pid = 4242;
-        t.is_process = false;
-    }
-    threads.threads = std::mem::take(&mut threads.processes);
-    let mut leader = threads.threads[0].clone();
-    leader.tid = 4242;
-    leader.is_process = true;
-    leader.nr_threads = 30_000;
-    threads.processes = vec![leader];
+    let threads = fixtures::one_process_threads(30_000);
     let mut a = App::new(Options {
         delay: 1.0,
         threads: true,
@@ -78,22 +68,6 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-/// One process with `n` threads (and the busy host's CPUs), as a frame.
-fn threads_frame(n: usize) -> nettop::model::frame::Frame {
-    let mut f = fixtures::many_tasks(n);
-    for t in f.processes.iter_mut() {
-        t.pid = 4242;
-        t.is_process = false;
-    }
-    f.threads = std::mem::take(&mut f.processes);
-    let mut leader = f.threads[0].clone();
-    leader.tid = 4242;
-    leader.is_process = true;
-    leader.nr_threads = n as u32;
-    f.processes = vec![leader];
-    f
-}
-
 /// One whole TUI frame at 30,000 threads with the history on and full
 /// (every ring holds HISTORY_LEN frames): the frame arrives
 /// (`App::show_frame`: history push, rebuild) and is drawn with the
@@ -102,7 +76,7 @@ fn threads_frame(n: usize) -> nettop::model::frame::Frame {
 fn history_bench(c: &mut Criterion) {
     use nettop::output::columns::ProcColumn;
     use nettop::ui::history::{HISTORY_LEN, History};
-    let frame = threads_frame(30_000);
+    let frame = fixtures::one_process_threads(30_000);
     let mut h = History::default();
     for _ in 0..HISTORY_LEN {
         h.push(&frame);

@@ -31,22 +31,14 @@ fn main() -> ExitCode {
     };
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(30_000);
     let frames: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(300);
-    let mut base = fixtures::many_tasks(n);
-    for t in base.processes.iter_mut() {
-        t.pid = 4242;
-        t.is_process = false;
-        if load == "idle" {
+    let mut base = fixtures::one_process_threads(n);
+    if load == "idle" {
+        for t in base.threads.iter_mut().chain(base.processes.iter_mut()) {
             t.true_pct = 0.0;
             t.stolen_pct = 0.0;
             t.softirq_stolen_pct = Default::default();
         }
     }
-    base.threads = std::mem::take(&mut base.processes);
-    let mut leader = base.threads[0].clone();
-    leader.tid = 4242;
-    leader.is_process = true;
-    leader.nr_threads = n as u32;
-    base.processes = vec![leader];
     let mut app = App::new(Options {
         threads: true,
         theme: Theme::mono(),
