@@ -3,6 +3,8 @@
 //! column table (src/output/columns.rs) feeds both front ends, and this
 //! test keeps README honest about it.
 
+mod common;
+
 use nettop::output::text::{TextOptions, render_frame};
 use nettop::ui::app::{App, Options, Theme};
 use nettop::ui::{fixtures, render};
@@ -11,25 +13,14 @@ use ratatui::backend::TestBackend;
 
 /// Column names from README's "Reading the columns" table, in order.
 fn readme_columns() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let section = readme
-        .split("## Reading the columns")
-        .nth(1)
-        .expect("README has a 'Reading the columns' section");
-    let table = section
-        .split("| column | meaning |")
-        .nth(1)
-        .expect("the section has a '| column | meaning |' table");
-    table
-        .lines()
-        .skip(2) // the rest of the header line and |---|---|
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| {
-            let cell = l.split('|').nth(1).unwrap_or("").trim();
-            cell.trim_matches('`').to_string()
-        })
-        .collect()
+    common::readme::table_rows(
+        &common::readme::text(),
+        "## Reading the columns",
+        "| column | meaning |",
+    )
+    .into_iter()
+    .map(|(c, _)| c.trim_matches('`').to_string())
+    .collect()
 }
 
 fn words(line: &str) -> Vec<String> {
@@ -120,8 +111,7 @@ fn batch_and_tui_print_the_same_cells() {
 #[test]
 fn readme_names_the_placeholders_the_columns_print() {
     use nettop::output::columns::{ProcColumn, RowCtx};
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let readme = common::readme::text();
     let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     let f = fixtures::busy_host();
     let t = &f.processes[0];

@@ -3,13 +3,14 @@
 //! the TUI without a word in README, or a value README spells in a way the
 //! reader refuses, fails here.
 
+mod common;
+
 use nettop::app::config;
 use nettop::ui::app::{App, Options};
 
 /// The first ```toml block of README's "Configuration file" section.
 fn readme_example() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let readme = common::readme::text();
     let section = readme
         .split("### Configuration file\n")
         .nth(1)

@@ -4,6 +4,8 @@
 //! fails here. The examples are also real: each parses with the real
 //! command line.
 
+mod common;
+
 use clap::Parser;
 use nettop::app::cli::Cli;
 use nettop::app::docs;
@@ -23,34 +25,6 @@ const TABLES: &[(&str, &str, Rows)] = &[
     ("### Files", "| file | what it is |", docs::FILES),
 ];
 
-fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md")
-}
-
-/// The (first, second) cells of the table under `heading`, as written.
-fn readme_rows(readme: &str, heading: &str, header: &str) -> Vec<(String, String)> {
-    let section = readme
-        .split(&format!("{heading}\n"))
-        .nth(1)
-        .unwrap_or_else(|| panic!("README has no '{heading}' section"));
-    // Up to the next heading (`##` or `###`; a `#` line may be a comment).
-    let section = section.split("\n##").next().unwrap_or(section);
-    let table = section
-        .split(header)
-        .nth(1)
-        .unwrap_or_else(|| panic!("'{heading}' has no '{header}' table"));
-    table
-        .lines()
-        .skip(2) // the rest of the header line and |---|---|
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| {
-            let cells: Vec<&str> = l.split('|').collect();
-            let cell = |i: usize| cells.get(i).map_or("", |c| c.trim()).to_string();
-            (cell(1), cell(2))
-        })
-        .collect()
-}
-
 /// A row as README writes it: the name as code.
 fn as_readme(rows: &[(&str, &str)]) -> Vec<(String, String)> {
     rows.iter()
@@ -60,11 +34,11 @@ fn as_readme(rows: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn readme_tables_are_the_man_pages() {
-    let readme = readme();
+    let readme = common::readme::text();
     let mut wrong = String::new();
     for (heading, header, rows) in TABLES {
         let want = as_readme(rows);
-        if readme_rows(&readme, heading, header) != want {
+        if common::readme::table_rows(&readme, heading, header) != want {
             let markdown: String = want
                 .iter()
                 .map(|(k, v)| format!("| {k} | {v} |\n"))

@@ -3,30 +3,16 @@
 //! order. Both come from one keymap (src/ui/keymap.rs), which is also what
 //! handles the keys, so README cannot describe a key the TUI does not have.
 
+mod common;
+
 use nettop::ui::keymap;
 
 /// (keys, action) rows of README's keys table; a key cell's code spans
 /// lose their backticks (`` `Tab` `Shift-Tab` `` reads "Tab Shift-Tab").
 fn readme_keys() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let section = readme
-        .split("### TUI keys")
-        .nth(1)
-        .expect("README has a 'TUI keys' section");
-    let table = section
-        .split("| key | action |")
-        .nth(1)
-        .expect("the section has a '| key | action |' table");
-    table
-        .lines()
-        .skip(2) // the rest of the header line and |---|---|
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| {
-            let cells: Vec<&str> = l.split('|').collect();
-            let cell = |i: usize| cells.get(i).map_or("", |c| c.trim());
-            (cell(1).replace('`', ""), cell(2).to_string())
-        })
+    common::readme::table_rows(&common::readme::text(), "### TUI keys", "| key | action |")
+        .into_iter()
+        .map(|(k, a)| (k.replace('`', ""), a))
         .collect()
 }
 

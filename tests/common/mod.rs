@@ -5,6 +5,7 @@ pub mod calibration;
 pub mod netns;
 pub mod parked;
 pub mod prom;
+pub mod readme;
 pub mod run;
 pub mod tmux;
 pub mod victim;
