@@ -14,6 +14,7 @@
 //! header (`TRUE~%`, `STOLEN~%`, `HI~%`). Interrupt figures below 0.05 %
 //! print `-`, so real values stand out.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -109,6 +110,20 @@ pub fn cpu_nodes(f: &Frame) -> Vec<Option<u32>> {
         node[c.cpu as usize] = c.node;
     }
     node
+}
+
+/// A row's value in one column, as it sorts ([`ProcColumn::sort_value`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SortValue<'a> {
+    Num(u64),
+    Text(Cow<'a, str>),
+}
+
+/// `v` as an unsigned integer in `f64::total_cmp`'s order: flip every bit
+/// of a negative, only the sign bit of anything else.
+fn total_order_key(v: f64) -> u64 {
+    let b = v.to_bits();
+    if b >> 63 == 1 { !b } else { b | (1 << 63) }
 }
 
 /// `traced` for a frame: BPF measured its interrupt figures.
@@ -298,17 +313,28 @@ impl ProcColumn {
 
     /// Orders two rows by this column, ascending.
     pub fn compare(self, a: &TaskView, b: &TaskView, cx: &RowCtx) -> Ordering {
+        self.sort_value(a, cx).cmp(&self.sort_value(b, cx))
+    }
+
+    /// What the column sorts `t` by. Sorting 30,000 thread rows takes
+    /// about half a million comparisons; taking each row's value out once
+    /// makes every comparison an integer or string compare instead of a
+    /// column dispatch, a figure derived twice and (for USER) a name
+    /// looked up and copied twice. [`ProcColumn::compare`] is defined
+    /// through it, so the two orders cannot differ.
+    pub fn sort_value<'a>(self, t: &'a TaskView, cx: &RowCtx<'a>) -> SortValue<'a> {
         match self {
-            P::Pid => a.pid.cmp(&b.pid).then(a.tid.cmp(&b.tid)),
-            P::User => cx.user(a.uid).cmp(&cx.user(b.uid)),
-            P::Command => a.comm.cmp(&b.comm),
-            P::Cpu => a.last_cpu.cmp(&b.last_cpu),
-            P::Node => cx.node(a.last_cpu).cmp(&cx.node(b.last_cpu)),
-            P::Affinity => a.affinity.cmp(&b.affinity),
-            c => c
-                .value(a)
-                .unwrap_or(0.0)
-                .total_cmp(&c.value(b).unwrap_or(0.0)),
+            P::Pid => SortValue::Num((u64::from(t.pid) << 32) | u64::from(t.tid)),
+            P::User => SortValue::Text(match cx.users.get(&t.uid) {
+                Some(name) => Cow::Borrowed(name.as_str()),
+                None => Cow::Owned(t.uid.to_string()),
+            }),
+            P::Command => SortValue::Text(Cow::Borrowed(&t.comm)),
+            P::Cpu => SortValue::Num(u64::from(t.last_cpu)),
+            // No node sorts first, as `None < Some(_)`.
+            P::Node => SortValue::Num(cx.node(t.last_cpu).map_or(0, |n| u64::from(n) + 1)),
+            P::Affinity => SortValue::Text(Cow::Borrowed(&t.affinity)),
+            c => SortValue::Num(total_order_key(c.value(t).unwrap_or(0.0))),
         }
     }
 
@@ -384,5 +410,60 @@ impl TryFrom<String> for ProcColumn {
             let keys: Vec<&str> = P::ALL.iter().map(|c| c.key()).collect();
             format!("unknown column '{k}' (columns: {})", keys.join(", "))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_keys_keep_total_cmp_order() {
+        let vals = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -12.5,
+            -0.1,
+            -0.0,
+            0.0,
+            1e-300,
+            0.1,
+            12.5,
+            99.9,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for a in vals {
+            for b in vals {
+                assert_eq!(
+                    total_order_key(a).cmp(&total_order_key(b)),
+                    a.total_cmp(&b),
+                    "{a} vs {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn user_sorts_by_name_and_unnamed_uids_as_text() {
+        let users = HashMap::from([(1000, "zed".to_string()), (0, "root".to_string())]);
+        let cx = RowCtx {
+            users: &users,
+            cpu_node: &[Some(1), None],
+            traced: true,
+            cmdline: false,
+        };
+        let t = |uid, cpu| TaskView {
+            uid,
+            last_cpu: cpu,
+            ..TaskView::default()
+        };
+        let (root, zed, nobody) = (t(0, 0), t(1000, 1), t(65534, 0));
+        assert_eq!(P::User.compare(&root, &zed, &cx), Ordering::Less);
+        // "65534" < "root": an unnamed uid sorts as its digits.
+        assert_eq!(P::User.compare(&nobody, &root, &cx), Ordering::Less);
+        // CPU 1 has no node, CPU 0 is on node 1: no node first.
+        assert_eq!(P::Node.compare(&zed, &root, &cx), Ordering::Less);
     }
 }

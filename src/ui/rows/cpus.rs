@@ -19,18 +19,36 @@ impl CpuRows {
             return CpuRows::default();
         };
         let node = crate::output::columns::cpu_nodes(f);
-        let mut by_cpu: Vec<Vec<(String, f64)>> = vec![Vec::new(); node.len()];
-        for t in f.finest_rows() {
+        // Positions first and names for the three kept only: a thread list
+        // of 30,000 busy rows would otherwise copy 30,000 names a frame.
+        let tasks = f.finest_rows();
+        let mut by_cpu: Vec<Vec<usize>> = vec![Vec::new(); node.len()];
+        for (i, t) in tasks.iter().enumerate() {
             if t.stolen_pct >= 1.0
                 && let Some(v) = by_cpu.get_mut(t.last_cpu as usize)
             {
-                v.push((t.comm.clone(), t.stolen_pct));
+                v.push(i);
             }
         }
-        for v in &mut by_cpu {
-            v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            v.truncate(3);
-        }
+        let by_stolen = |a: &usize, b: &usize| {
+            let (a, b) = (&tasks[*a], &tasks[*b]);
+            b.stolen_pct
+                .total_cmp(&a.stolen_pct)
+                .then_with(|| a.comm.cmp(&b.comm))
+        };
+        let by_cpu: Vec<Vec<(String, f64)>> = by_cpu
+            .into_iter()
+            .map(|mut v| {
+                if v.len() > 3 {
+                    v.select_nth_unstable_by(2, by_stolen);
+                    v.truncate(3);
+                }
+                v.sort_by(by_stolen);
+                v.iter()
+                    .map(|&i| (tasks[i].comm.clone(), tasks[i].stolen_pct))
+                    .collect()
+            })
+            .collect();
         CpuRows {
             node,
             victims: by_cpu,
