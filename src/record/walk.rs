@@ -174,17 +174,27 @@ pub fn frames_in(
         rec,
         span,
         |i, prev, cur| match prev {
-            Some(p) => {
-                let mut frame = crate::model::compute(&host, p, cur);
-                if let Some(t) = &topo {
-                    frame.attach_config(t);
-                }
-                f(i, frame)
-            }
+            Some(p) => f(i, frame_of(&host, p, cur, topo.as_ref())),
             None => Ok(ControlFlow::Continue(())),
         },
         note,
     )
+}
+
+/// One frame of a recording, the same whether walked or reached at
+/// random: computed from its pair and carrying each device's configuration
+/// as the recording captured it.
+fn frame_of(
+    host: &crate::sample::HostInfo,
+    prev: &RawSample,
+    cur: &RawSample,
+    topo: Option<&crate::topology::HostTopology>,
+) -> Frame {
+    let mut frame = crate::model::compute(host, prev, cur);
+    if let Some(t) = topo {
+        frame.attach_config(t);
+    }
+    frame
 }
 
 /// The configuration the recording captured (`None` in files without a
@@ -197,8 +207,13 @@ pub fn recorded_topology(rec: &Recording) -> Option<crate::topology::HostTopolog
 }
 
 /// The frame [`frames`] (from 0) yields at sample `k`, for random access;
-/// an error says why there is none.
-pub fn frame_ending_at(rec: &Recording, k: usize) -> anyhow::Result<Frame> {
+/// an error says why there is none. `topo` is [`recorded_topology`],
+/// parsed once by the caller rather than once a frame.
+pub fn frame_ending_at(
+    rec: &Recording,
+    k: usize,
+    topo: Option<&crate::topology::HostTopology>,
+) -> anyhow::Result<Frame> {
     let cur = rec.get(k)?;
     let first = k.saturating_sub(MAX_BRIDGE + 1);
     let mut unreadable = 0;
@@ -234,7 +249,7 @@ pub fn frame_ending_at(rec: &Recording, k: usize) -> anyhow::Result<Frame> {
             }
         );
     }
-    Ok(crate::model::compute(rec.host(), &prev, &cur))
+    Ok(frame_of(rec.host(), &prev, &cur, topo))
 }
 
 #[cfg(test)]
@@ -255,6 +270,18 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
+        // The configuration of the samples' one device, as a recording
+        // stores it: frames must carry it however they are reached.
+        let topo = crate::topology::HostTopology {
+            nics: vec![crate::topology::Nic {
+                name: "eth0".into(),
+                driver: Some("virtio_net".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        w.write_topology(&serde_json::to_vec(&topo).unwrap())
+            .unwrap();
         let mut starts = Vec::new();
         for (i, c) in clocks.iter().enumerate() {
             let mut s = synth::sample(i as u64 + 1, 3, 2);
@@ -316,7 +343,7 @@ mod tests {
         ));
         assert_eq!((w.bad, w.rebased), (1, 0));
         // The bridging frame spans both intervals.
-        let f = frame_ending_at(&rec, 3).unwrap();
+        let f = frame_ending_at(&rec, 3, None).unwrap();
         assert!((f.interval_s - 2.0).abs() < 1e-9, "{}", f.interval_s);
     }
 
@@ -386,11 +413,20 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
+        let topo = recorded_topology(&rec);
+        assert!(topo.is_some());
         for (k, want) in walked.iter().enumerate() {
-            let got = frame_ending_at(&rec, k).ok();
+            let got = frame_ending_at(&rec, k, topo.as_ref()).ok();
             assert_eq!(&got, want, "sample {k}");
         }
-        assert!(walked.iter().filter(|f| f.is_some()).count() >= 4);
+        let shown: Vec<&Frame> = walked.iter().flatten().collect();
+        assert!(shown.len() >= 4);
+        assert!(
+            shown
+                .iter()
+                .all(|f| f.devices.iter().all(|d| d.config.is_some())),
+            "every frame carries the recorded configuration"
+        );
     }
 
     #[test]

@@ -254,6 +254,15 @@ pub(crate) fn replay_loop<S: FrameSource>(
 struct RecordingFrames {
     rec: crate::record::Recording,
     span: std::ops::Range<usize>,
+    /// The recorded device configuration, parsed once for every jump.
+    topo: Option<crate::topology::HostTopology>,
+}
+
+impl RecordingFrames {
+    fn new(rec: crate::record::Recording, span: std::ops::Range<usize>) -> RecordingFrames {
+        let topo = crate::record::walk::recorded_topology(&rec);
+        RecordingFrames { rec, span, topo }
+    }
 }
 
 impl FrameSource for RecordingFrames {
@@ -261,7 +270,7 @@ impl FrameSource for RecordingFrames {
         self.span.len().saturating_sub(1)
     }
     fn frame(&mut self, i: usize) -> anyhow::Result<Frame> {
-        crate::record::walk::frame_ending_at(&self.rec, self.span.start + i + 1)
+        crate::record::walk::frame_ending_at(&self.rec, self.span.start + i + 1, self.topo.as_ref())
     }
     fn index_at(&self, unix_ms: u64) -> Option<usize> {
         let last = self.span.end.saturating_sub(1).max(self.span.start);
@@ -345,7 +354,7 @@ pub(super) fn start_replay(
     });
     let delay = cli.delay();
     let warn = tx.clone();
-    std::thread::spawn(move || replay_loop(RecordingFrames { rec, span }, delay, names, crx, tx));
+    std::thread::spawn(move || replay_loop(RecordingFrames::new(rec, span), delay, names, crx, tx));
     Ok((rx, ctx, warn))
 }
 
@@ -549,7 +558,7 @@ mod tests {
         }
         w.finish("count").unwrap();
         let rec = crate::record::Recording::open(&p).unwrap();
-        let mut src = RecordingFrames { rec, span: 4..12 };
+        let mut src = RecordingFrames::new(rec, 4..12);
         let mut got = Vec::new();
         src.frames_before(2, 5, &mut |f| {
             got.push(f);
@@ -559,7 +568,8 @@ mod tests {
         // Frame 2 of the window ends at sample 7: the five before end at 2..=6.
         assert_eq!(got.len(), 5);
         for (k, f) in (2..=6).zip(&got) {
-            let want = crate::record::walk::frame_ending_at(&src.rec, k).unwrap();
+            let want =
+                crate::record::walk::frame_ending_at(&src.rec, k, src.topo.as_ref()).unwrap();
             assert_eq!(f.seq, want.seq, "sample {k}");
             assert_eq!(f.processes, want.processes, "sample {k}");
         }
