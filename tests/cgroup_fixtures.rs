@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::run::{nettop, output_within};
 use nettop::model::compute;
-use nettop::record::{Meta, Recording, Writer, format, synth};
+use nettop::record::{Recording, synth};
 
 const DOCKER: &str = "4f1c3b5e0d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c";
 const CTR: &str = "aaaaaaaaaaaabbbbbbbbbbbbccccccccccccddddddddddddeeeeeeeeeeee0000";
@@ -147,21 +147,13 @@ fn proc_path_names_pods_and_containers_with_their_cpusets() {
 fn recordings_carry_the_cgroup_table_and_old_ones_replay_without() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("cg.rec.zst");
-    let mut w = Writer::create(&p, true, false).unwrap();
-    w.write_meta(&Meta {
-        format: format::VERSION,
-        writer: "test".into(),
-        created_unix_ms: 1_700_000_000_000,
-        interval_s: 1.0,
-        host: synth::host(2),
-        part: 0,
-    })
+    synth::write_recording(
+        &p,
+        true,
+        2,
+        (1..=2).map(|k| synth::sample_with_cgroups(k, 40, 2, 5)),
+    )
     .unwrap();
-    for k in 1..=2 {
-        w.write_sample(&synth::sample_with_cgroups(k, 40, 2, 5))
-            .unwrap();
-    }
-    w.finish("count").unwrap();
     let rec = Recording::open(&p).unwrap();
     let (a, b) = (rec.get(0).unwrap(), rec.get(1).unwrap());
     assert_eq!(b.cgroups.len(), 5);

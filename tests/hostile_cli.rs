@@ -10,22 +10,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::run::{assert_clean_exit, nettop, output_within, stderr, stderr_within};
-use nettop::record::{Meta, Writer, synth};
+use nettop::record::synth;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const FIXTURE: &str = "tests/fixtures/proc/modern";
 
 fn valid_recording(p: &Path) {
-    let mut w = Writer::create(p, false, false).unwrap();
-    w.write_meta(&Meta {
-        host: synth::host(2),
-        ..Default::default()
-    })
-    .unwrap();
-    for k in 1..=3 {
-        w.write_sample(&synth::sample(k, 3, 2)).unwrap();
-    }
-    w.finish("count").unwrap();
+    synth::write_recording(p, false, 2, (1..=3).map(|k| synth::sample(k, 3, 2))).unwrap();
 }
 
 /// Item 9: conflicting modes ran one and silently dropped the other.

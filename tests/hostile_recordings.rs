@@ -16,17 +16,7 @@ const SAMPLES: u64 = 6;
 
 /// A clean recording: host record, SAMPLES snapshots, end record.
 fn write_valid(p: &Path) -> Vec<u8> {
-    let mut w = Writer::create(p, false, false).unwrap();
-    w.write_meta(&Meta {
-        host: synth::host(2),
-        interval_s: 1.0,
-        ..Default::default()
-    })
-    .unwrap();
-    for k in 1..=SAMPLES {
-        w.write_sample(&synth::sample(k, 3, 2)).unwrap();
-    }
-    w.finish("count").unwrap();
+    synth::write_recording(p, false, 2, (1..=SAMPLES).map(|k| synth::sample(k, 3, 2))).unwrap();
     std::fs::read(p).unwrap()
 }
 

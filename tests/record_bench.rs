@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
+use nettop::record::Recording;
 use nettop::record::synth;
-use nettop::record::{Meta, Recording, Writer, format};
 
 fn dir() -> std::path::PathBuf {
     std::env::var_os("NETTOP_BENCH_DIR")
@@ -16,18 +16,7 @@ fn dir() -> std::path::PathBuf {
 fn write(path: &std::path::Path, z: bool, n: u64, ntasks: usize) -> f64 {
     let _ = std::fs::remove_file(path);
     let t = Instant::now();
-    let mut w = Writer::create(path, z, false).unwrap();
-    w.write_meta(&Meta {
-        format: format::VERSION,
-        host: synth::host(8),
-        interval_s: 1.0,
-        ..Default::default()
-    })
-    .unwrap();
-    for k in 1..=n {
-        w.write_sample(&synth::sample(k, ntasks, 8)).unwrap();
-    }
-    w.finish("count").unwrap();
+    synth::write_recording(path, z, 8, (1..=n).map(|k| synth::sample(k, ntasks, 8))).unwrap();
     t.elapsed().as_secs_f64()
 }
 

@@ -18,21 +18,8 @@ fn write_file(
     n: u64,
     ntasks: usize,
 ) -> Vec<nettop::sample::RawSample> {
-    let mut w = Writer::create(path, compressed, false).unwrap();
-    w.write_meta(&Meta {
-        format: format::VERSION,
-        writer: "test".into(),
-        created_unix_ms: 1,
-        interval_s: 1.0,
-        host: synth::host(4),
-        part: 0,
-    })
-    .unwrap();
     let samples: Vec<_> = (1..=n).map(|k| synth::sample(k, ntasks, 4)).collect();
-    for s in &samples {
-        w.write_sample(s).unwrap();
-    }
-    w.finish("count").unwrap();
+    synth::write_recording(path, compressed, 4, samples.iter().cloned()).unwrap();
     samples
 }
 
@@ -449,15 +436,6 @@ fn command_lines_and_parents_round_trip() {
     let python = argv(&["/usr/bin/python3", "-c", "print('a b')", "naïve\u{2026}"]);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.rec.zst");
-    let mut w = Writer::create(&p, true, false).unwrap();
-    w.write_meta(&Meta {
-        format: format::VERSION,
-        writer: "test".into(),
-        interval_s: 1.0,
-        host: synth::host(2),
-        ..Default::default()
-    })
-    .unwrap();
     let samples: Vec<_> = (1..=3)
         .map(|k| {
             let mut s = synth::sample_with_cgroups(k, 12, 2, 2);
@@ -467,10 +445,7 @@ fn command_lines_and_parents_round_trip() {
             s
         })
         .collect();
-    for s in &samples {
-        w.write_sample(s).unwrap();
-    }
-    w.finish("count").unwrap();
+    synth::write_recording(&p, true, 2, samples.iter().cloned()).unwrap();
 
     let rec = Recording::open(&p).unwrap();
     assert!(rec.warnings().is_empty(), "{:?}", rec.warnings());

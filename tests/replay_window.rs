@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::run::{nettop, output_within, stderr};
-use nettop::record::{Meta, Recording, Writer, synth};
+use nettop::record::{Recording, synth};
 use nettop::sys::units::{TimeSpec, parse_time};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -19,18 +19,12 @@ const START_MS: u64 = 1_795_564_680_000;
 
 /// Eight samples a minute apart from 23:58, across midnight.
 fn recording(p: &Path) {
-    let mut w = Writer::create(p, false, false).unwrap();
-    w.write_meta(&Meta {
-        host: synth::host(2),
-        ..Default::default()
-    })
-    .unwrap();
-    for k in 1..=8u64 {
+    let samples = (1..=8u64).map(|k| {
         let mut s = synth::sample(k, 3, 2);
         s.unix_ms = START_MS + (k - 1) * 60_000;
-        w.write_sample(&s).unwrap();
-    }
-    w.finish("count").unwrap();
+        s
+    });
+    synth::write_recording(p, false, 2, samples).unwrap();
 }
 
 fn window(rec: &Recording, b: Option<&str>, e: Option<&str>) -> anyhow::Result<(usize, usize)> {

@@ -8,6 +8,32 @@ use crate::sample::{
     ProgStat, RawCgroup, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
 };
 
+/// A finished recording of `samples` at `path` (zstd when `compressed`):
+/// a host record for [`host`]`(nr_cpus)` at a 1 s interval, the samples,
+/// an end record. What most recording tests and benches start from,
+/// written one way; a test that needs a topology record, a different host
+/// record or the offsets of its records writes its own with `Writer`.
+pub fn write_recording(
+    path: &std::path::Path,
+    compressed: bool,
+    nr_cpus: u32,
+    samples: impl IntoIterator<Item = RawSample>,
+) -> anyhow::Result<()> {
+    let mut w = super::Writer::create(path, compressed, false)?;
+    w.write_meta(&super::Meta {
+        format: super::format::VERSION,
+        writer: "synth".into(),
+        interval_s: 1.0,
+        host: host(nr_cpus),
+        ..Default::default()
+    })?;
+    for s in samples {
+        w.write_sample(&s)?;
+    }
+    w.finish("count")?;
+    Ok(())
+}
+
 pub fn host(nr_cpus: u32) -> HostInfo {
     HostInfo {
         hostname: "synth".into(),

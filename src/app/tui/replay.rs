@@ -543,20 +543,10 @@ mod tests {
     /// before the `--begin` window too.
     #[test]
     fn recording_frames_before_come_from_the_walk() {
-        use crate::record::{Meta, Writer, synth};
+        use crate::record::synth;
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("h.rec");
-        let mut w = Writer::create(&p, false, false).unwrap();
-        w.write_meta(&Meta {
-            host: synth::host(2),
-            interval_s: 1.0,
-            ..Default::default()
-        })
-        .unwrap();
-        for i in 0..12u64 {
-            w.write_sample(&synth::sample(i + 1, 3, 2)).unwrap();
-        }
-        w.finish("count").unwrap();
+        synth::write_recording(&p, false, 2, (1..=12).map(|k| synth::sample(k, 3, 2))).unwrap();
         let rec = crate::record::Recording::open(&p).unwrap();
         let mut src = RecordingFrames::new(rec, 4..12);
         let mut got = Vec::new();
