@@ -58,6 +58,7 @@ fn tui(id: &str) -> (Vec<String>, Vec<String>) {
         threads: false,
         cmdline: false,
         forest: false,
+        hide_idle: false,
         theme: Theme::mono(),
         width: w,
         height: h,

@@ -16,6 +16,7 @@ fn app(forest: bool) -> App {
         threads: false,
         cmdline: false,
         forest,
+        hide_idle: false,
         theme: Theme::default(),
         width: 160,
         height: 60,

@@ -20,6 +20,7 @@ fn app(w: u16, h: u16, color: bool) -> App {
         threads: false,
         cmdline: false,
         forest: false,
+        hide_idle: false,
         theme: if color {
             Theme::default()
         } else {

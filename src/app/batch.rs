@@ -57,6 +57,7 @@ impl<W: Write> Sink<W> {
                 regime_source: host.regime_source.clone(),
                 group_cgroup: cli.group == Some(crate::app::cli::Group::Cgroup),
                 cmdline: cli.command_line,
+                hide_idle: cli.hide_idle,
             },
             names,
             frames: 0,

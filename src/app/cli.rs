@@ -61,6 +61,11 @@ pub struct Cli {
     #[arg(short = 'H', long = "threads", conflicts_with = "pinning_check")]
     pub threads: bool,
 
+    /// Leave out tasks that used no CPU in the interval, as `top -i` (the
+    /// TUI's `i` toggles it; batch text only, JSON keeps every task).
+    #[arg(short = 'i', long = "hide-idle", conflicts_with = "pinning_check")]
+    pub hide_idle: bool,
+
     /// Print one JSON object per frame (batch mode), or the calibration
     /// table as JSON (--calibrate).
     #[arg(long = "json",

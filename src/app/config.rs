@@ -157,6 +157,9 @@ pub fn for_tui(cli: &Cli) -> (Settings, Option<String>) {
     if cli.command_line {
         s.command_line = Some(true);
     }
+    if cli.hide_idle {
+        s.show_idle = Some(false);
+    }
     (s, warning)
 }
 
@@ -229,6 +232,7 @@ mod tests {
             tree: Some(false),
             forest: Some(true),
             command_line: Some(true),
+            show_idle: Some(false),
             color_scheme: Some(Scheme::Light),
         };
         save(&p, &s).unwrap();

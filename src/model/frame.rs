@@ -103,6 +103,14 @@ impl TaskView {
         self.top_pct - self.true_pct
     }
 
+    /// Used no CPU in the interval, by top's ticks or the scheduler's
+    /// clock, and nothing was stolen from it: what top's `i` hides. A task
+    /// that ran for a microsecond is not idle here, although top, counting
+    /// ticks, may call it so.
+    pub fn is_idle(&self) -> bool {
+        self.top_pct <= 0.0 && self.on_cpu_pct <= 0.0 && self.stolen_pct <= 0.0
+    }
+
     /// The row's own ID: the TID of a thread row, the PID of a process row.
     pub fn id(&self) -> u32 {
         if self.is_process { self.pid } else { self.tid }

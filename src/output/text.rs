@@ -26,6 +26,8 @@ pub struct TextOptions {
     pub group_cgroup: bool,
     /// `-c`: COMMAND is the full command line, as `top -b -c` prints it.
     pub cmdline: bool,
+    /// `-i`: rows of tasks that used no CPU left out, as `top -b -i`.
+    pub hide_idle: bool,
 }
 
 /// "2026-11-22 08:40:01Z" from milliseconds since the epoch, without a
@@ -262,6 +264,7 @@ pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
     let mut rows: Vec<&TaskView> = src
         .iter()
         .filter(|t| o.pids.is_empty() || o.pids.contains(&t.pid))
+        .filter(|t| !(o.hide_idle && t.is_idle()))
         .collect();
     let cx = RowCtx {
         users: &o.users,

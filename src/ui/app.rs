@@ -90,6 +90,8 @@ pub struct Options {
     pub cmdline: bool,
     /// Processes under their parents from the start (`V`).
     pub forest: bool,
+    /// Tasks that used no CPU hidden from the start (`-i`, as top's).
+    pub hide_idle: bool,
     pub theme: Theme,
     pub width: u16,
     pub height: u16,
@@ -102,6 +104,7 @@ impl Default for Options {
             threads: false,
             cmdline: false,
             forest: false,
+            hide_idle: false,
             theme: Theme::default(),
             width: 80,
             height: 24,
@@ -133,6 +136,9 @@ pub struct App {
     pub tree: bool,
     /// `V`: processes under their parents (top's forest view).
     pub forest: bool,
+    /// Tasks that used no CPU in the frame are listed; top's `i` hides
+    /// them, so the busy few are not lost among hundreds of sleepers.
+    pub idle: bool,
     /// The Processes view's columns in order, COMMAND not among them (it
     /// is always last and takes the rest of the line).
     pub columns: Vec<ProcColumn>,
@@ -185,6 +191,7 @@ impl App {
             cmdline: opts.cmdline,
             tree: false,
             forest: opts.forest,
+            idle: !opts.hide_idle,
             columns: ProcColumn::default_visible(),
             detail: None,
             sort: SortKey {
@@ -406,6 +413,17 @@ impl App {
         });
     }
 
+    /// `i`: tasks that used no CPU hidden or listed again (top's `i`).
+    pub(crate) fn toggle_idle(&mut self) {
+        self.idle = !self.idle;
+        self.message = Some(if self.idle {
+            "idle tasks listed (i: hide them)".into()
+        } else {
+            "idle tasks hidden: only tasks that used CPU (i: list all)".into()
+        });
+        self.rebuild();
+    }
+
     /// `Enter`: the detail pane of the process under the cursor.
     pub(crate) fn open_detail(&mut self) {
         self.detail = self.selected_task().map(|t| t.pid);
@@ -545,6 +563,7 @@ impl App {
             threads: self.threads,
             tree: self.tree,
             forest: self.forest,
+            idle: self.idle,
             ctx: self.row_ctx(),
         });
         self.dev_rows = devices::rows(self.frame.as_ref());

@@ -96,6 +96,7 @@ pub enum Command {
     Threads,
     Tree,
     Forest,
+    Idle,
     /// Enter: the detail pane of the selected process, or in the cgroup
     /// grouping open/close the group.
     Open,
@@ -174,8 +175,12 @@ pub const KEYMAP: &[Entry] = &[
         help: "tree: threads under their process",
     },
     Entry {
-        binds: &[(ch('V'), C::Forest)],
+        binds: &[(ch('V'), C::Forest), (key(K::F(5)), C::Forest)],
         help: "forest: processes under parents (as in top)",
+    },
+    Entry {
+        binds: &[(ch('i'), C::Idle)],
+        help: "hide / list tasks that used no CPU (as in top)",
     },
     Entry {
         binds: &[(ch('c'), C::CmdLine)],
@@ -205,6 +210,7 @@ pub const KEYMAP: &[Entry] = &[
             (ch('F'), C::Fields),
             (ch('s'), C::Fields),
             (key(K::F(2)), C::Fields),
+            (key(K::F(6)), C::Fields),
         ],
         help: "fields: sort by, show / hide / move columns",
     },
@@ -213,7 +219,11 @@ pub const KEYMAP: &[Entry] = &[
         help: "reverse sort order",
     },
     Entry {
-        binds: &[(ch('/'), C::Filter)],
+        binds: &[
+            (ch('/'), C::Filter),
+            (key(K::F(3)), C::Filter),
+            (key(K::F(4)), C::Filter),
+        ],
         help: "filter by command, user or PID (Enter applies)",
     },
     Entry {
@@ -269,6 +279,7 @@ pub const KEYMAP: &[Entry] = &[
                 },
                 C::Quit,
             ),
+            (key(K::F(10)), C::Quit),
         ],
         help: "quit (nettop never kills anything)",
     },
@@ -393,6 +404,7 @@ impl App {
             C::Scheme => self.next_scheme(),
             C::WriteConfig => return Action::SaveSettings(Box::new(self.settings())),
             C::CmdLine => self.toggle_cmdline(),
+            C::Idle => self.toggle_idle(),
             C::Group if view == View::Processes => self.toggle_group(),
             C::Expand(open) if view == View::Processes && self.group_cgroup => self.expand(open),
             C::Group | C::Expand(_) => {}

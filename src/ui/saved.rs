@@ -19,6 +19,7 @@ impl App {
             tree: Some(self.tree),
             forest: Some(self.forest),
             command_line: Some(self.cmdline),
+            show_idle: Some(self.idle),
             color_scheme: Some(self.theme.scheme),
         }
     }
@@ -53,6 +54,9 @@ impl App {
         }
         if let Some(c) = s.command_line {
             self.cmdline = c;
+        }
+        if let Some(i) = s.show_idle {
+            self.idle = i;
         }
         if let Some(c) = s.color_scheme {
             self.theme = self.theme.with_scheme(c);

@@ -35,6 +35,8 @@ pub struct Settings {
     pub forest: Option<bool>,
     /// COMMAND as the full command line (`c`).
     pub command_line: Option<bool>,
+    /// Tasks that used no CPU are listed (`i` hides them, as in top).
+    pub show_idle: Option<bool>,
     pub color_scheme: Option<Scheme>,
 }
 
@@ -51,6 +53,7 @@ impl Settings {
             tree,
             forest,
             command_line,
+            show_idle,
             color_scheme,
         } = o;
         self.view = view.or(self.view);
@@ -62,6 +65,7 @@ impl Settings {
         self.tree = tree.or(self.tree);
         self.forest = forest.or(self.forest);
         self.command_line = command_line.or(self.command_line);
+        self.show_idle = show_idle.or(self.show_idle);
         self.color_scheme = color_scheme.or(self.color_scheme);
     }
 }

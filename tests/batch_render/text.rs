@@ -108,3 +108,34 @@ fn text_command_lines_with_c() {
     let without = render_frame(&f, &opts(false));
     assert!(!row(&without).contains("--one-off"), "{without}");
 }
+
+/// `-i` (top -b -i): rows of tasks that used no CPU are left out, every
+/// other row stays, in the same order.
+#[test]
+fn text_hide_idle_leaves_out_tasks_without_cpu() {
+    let f = frame(true);
+    let pids = |text: &str| -> Vec<u32> {
+        text.lines()
+            .skip_while(|l| !l.trim_start().starts_with("PID "))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect()
+    };
+    let all = pids(&render_frame(&f, &opts(false)));
+    let busy = pids(&render_frame(
+        &f,
+        &TextOptions {
+            hide_idle: true,
+            ..opts(false)
+        },
+    ));
+    let idle: Vec<u32> = f
+        .processes
+        .iter()
+        .filter(|t| t.is_idle())
+        .map(|t| t.pid)
+        .collect();
+    assert!(!idle.is_empty() && !busy.is_empty(), "the fixture has both");
+    let want: Vec<u32> = all.into_iter().filter(|p| !idle.contains(p)).collect();
+    assert_eq!(busy, want);
+}

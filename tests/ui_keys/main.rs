@@ -24,6 +24,7 @@ fn app(h: u16) -> App {
         threads: false,
         cmdline: false,
         forest: false,
+        hide_idle: false,
         theme: Theme::default(),
         width: 120,
         height: h,

@@ -186,6 +186,7 @@ fn ui_options(cli: &Cli) -> Options {
         threads: cli.threads,
         cmdline: cli.command_line,
         forest: false,
+        hide_idle: cli.hide_idle,
         theme: Theme::from_env(),
         width,
         height,

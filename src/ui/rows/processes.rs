@@ -53,6 +53,8 @@ pub(crate) struct Query<'a> {
     /// Processes under their parents (top's `V`). Rows stay process rows:
     /// `threads` or `tree` adds each process's threads under it.
     pub forest: bool,
+    /// Tasks that used no CPU are listed too (top's `i` turns it off).
+    pub idle: bool,
     /// User names (the filter matches them) and what the columns sort by.
     pub ctx: RowCtx<'a>,
 }
@@ -60,7 +62,12 @@ pub(crate) struct Query<'a> {
 /// kthreadd: the parent of every kernel thread.
 const KTHREADD: u32 = 2;
 
+/// Listed by itself: the filter matches it, and it used CPU unless idle
+/// tasks are shown.
 fn matches(q: &Query, t: &TaskView) -> bool {
+    if !q.idle && t.is_idle() {
+        return false;
+    }
     if q.filter.is_empty() {
         return true;
     }
@@ -170,9 +177,10 @@ fn parents(procs: &[TaskView]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Which processes are listed: those the filter matches (by themselves or,
+/// Which processes are listed: those [`matches`] takes (by themselves or,
 /// with threads shown, by one of their threads) and every ancestor of
-/// one, so a match is always seen where it sits in the tree.
+/// one, so a match is always seen where it sits in the tree (an idle
+/// supervisor stays above its busy workers).
 fn shown(
     q: &Query,
     f: &Frame,
@@ -180,7 +188,7 @@ fn shown(
     threads_of: &HashMap<u32, Vec<usize>>,
 ) -> Vec<bool> {
     let n = f.processes.len();
-    if q.filter.is_empty() {
+    if q.filter.is_empty() && q.idle {
         return vec![true; n];
     }
     let mut vis = vec![false; n];
@@ -384,6 +392,13 @@ impl Builder<'_, '_> {
         if ts.len() < 2 {
             return;
         }
+        let ts: Vec<usize> = if q.idle {
+            ts
+        } else {
+            ts.into_iter()
+                .filter(|&j| !f.threads[j].is_idle())
+                .collect()
+        };
         let ts = sorted(q, &f.threads, ts.into_iter());
         let n = ts.len();
         self.out
@@ -423,6 +438,7 @@ mod tests {
                     threads: false,
                     tree: false,
                     forest: false,
+                    idle: true,
                     ctx: RowCtx {
                         users: &users,
                         cpu_node: &node,
@@ -442,5 +458,81 @@ mod tests {
                 assert_eq!(got, want, "{column:?} descending={descending}");
             }
         }
+    }
+
+    fn task(pid: u32, ppid: u32, busy: bool) -> TaskView {
+        TaskView {
+            pid,
+            tid: pid,
+            ppid,
+            is_process: true,
+            comm: format!("p{pid}"),
+            top_pct: if busy { 12.0 } else { 0.0 },
+            on_cpu_pct: if busy { 11.0 } else { 0.0 },
+            ..TaskView::default()
+        }
+    }
+
+    fn listed(f: &Frame, forest: bool, idle: bool, filter: &str) -> Vec<(u32, u8)> {
+        let users = HashMap::new();
+        let q = Query {
+            frame: Some(f),
+            filter,
+            sort: SortKey {
+                column: ProcColumn::Pid,
+                descending: false,
+            },
+            threads: false,
+            tree: false,
+            forest,
+            idle,
+            ctx: RowCtx {
+                users: &users,
+                cpu_node: &[],
+                traced: true,
+                cmdline: false,
+            },
+        };
+        rows(&q)
+            .into_iter()
+            .map(|r| match r.src {
+                Src::Proc(i) => (f.processes[i].pid, r.depth),
+                Src::Thread(i) => (f.threads[i].tid, r.depth),
+            })
+            .collect()
+    }
+
+    /// `i` (top's): idle tasks go, busy ones stay; in the forest an idle
+    /// supervisor stays above its busy worker, and an idle subtree goes
+    /// whole. A task from which time was stolen is not idle.
+    #[test]
+    fn hiding_idle_tasks_keeps_the_busy_and_their_ancestors() {
+        let mut stolen_from = task(40, 1, false);
+        stolen_from.stolen_pct = 3.0;
+        let f = Frame {
+            processes: vec![
+                task(1, 0, false),
+                task(10, 1, false),
+                task(11, 10, true),
+                task(12, 10, false),
+                task(20, 1, false),
+                task(21, 20, false),
+                task(30, 1, true),
+                stolen_from,
+            ],
+            ..Frame::default()
+        };
+        assert_eq!(
+            listed(&f, false, false, ""),
+            vec![(11, 0), (30, 0), (40, 0)]
+        );
+        assert_eq!(listed(&f, false, true, "").len(), 8);
+        assert_eq!(
+            listed(&f, true, false, ""),
+            vec![(1, 0), (10, 1), (11, 2), (30, 1), (40, 1)]
+        );
+        // With a filter too: only busy matches, with their ancestors.
+        assert_eq!(listed(&f, true, false, "p3"), vec![(1, 0), (30, 1)]);
+        assert_eq!(listed(&f, true, false, "p12"), Vec::<(u32, u8)>::new());
     }
 }
