@@ -1,75 +1,27 @@
 //! Snapshot tests of every TUI view and overlay, drawn with ratatui's
 //! TestBackend from deterministic Frames (src/ui/fixtures/).
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+mod common;
+
+use common::screen::{app, busy, draw, press, screen, snap};
+use crossterm::event::KeyCode;
 use nettop::sys::cpuset::CpuSet;
 use nettop::topology::{
     Cache, FlowRule, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, Steering,
     Support, ThreadInfo, XdpMode,
 };
-use nettop::ui::app::{App, Extras, Options, Theme};
+use nettop::ui::app::{Extras, Theme};
+use nettop::ui::fixtures;
 use nettop::ui::rows::{View, devices, pinning, topology};
-use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
-
-fn app(w: u16, h: u16, color: bool) -> App {
-    let mut a = App::new(Options {
-        delay: 1.0,
-        threads: false,
-        cmdline: false,
-        forest: false,
-        hide_idle: false,
-        theme: if color {
-            Theme::default()
-        } else {
-            Theme::mono()
-        },
-        width: w,
-        height: h,
-    });
-    a.add_users(fixtures::users());
-    a
-}
-
-fn busy(w: u16, h: u16) -> App {
-    let mut a = app(w, h, true);
-    // A history so the sparklines have something to show.
-    for t in 0..30 {
-        a.push_frame(fixtures::busy_host_at(t));
-    }
-    a.push_frame(fixtures::busy_host());
-    a
-}
-
-fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| render::draw(f, app)).unwrap();
-    t
-}
-
-fn screen(app: &App, w: u16, h: u16) -> String {
-    draw(app, w, h).backend().to_string()
-}
-
-fn press(app: &mut App, c: KeyCode) {
-    app.handle_event(&Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
-}
-
-macro_rules! snap {
-    ($name:expr, $value:expr) => {
-        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
-            insta::assert_snapshot!($name, $value);
-        });
-    };
-}
 
 #[test]
 fn processes_idle_host() {
     let mut a = app(120, 14, true);
     a.push_frame(fixtures::idle_host());
-    snap!("ui_processes_idle", screen(&a, 120, 14));
+    snap("ui_processes_idle", screen(&a, 120, 14));
 }
 
 #[test]
@@ -80,7 +32,7 @@ fn processes_busy_host() {
     // really got far less, and the row is marked.
     let line = s.lines().find(|l| l.contains("openssl")).unwrap();
     assert!(line.contains("98.0") && line.contains('!'), "{line}");
-    snap!("ui_processes_busy", s);
+    snap("ui_processes_busy", s);
 }
 
 #[test]
@@ -89,7 +41,7 @@ fn processes_busy_host_80_columns_drops_low_priority_columns() {
     let s = screen(&a, 80, 24);
     assert!(s.contains("TOP%") && s.contains("TRUE%") && s.contains("STOLEN%"));
     assert!(!s.contains("AFFINITY"));
-    snap!("ui_processes_busy_80x24", s);
+    snap("ui_processes_busy_80x24", s);
 }
 
 /// `C`: the Processes view grouped by cgroup, the most robbed first; Enter
@@ -109,7 +61,7 @@ fn containers_grouped_by_cgroup_expand_and_reverse() {
         "openssl's container first: {s}"
     );
     assert!(s.contains("pod:a9d0c3b4/containerd:777777777777"), "{s}");
-    snap!("ui_containers_grouped", s);
+    snap("ui_containers_grouped", s);
     // The top group opens onto its process; ← closes it from there.
     press(&mut a, KeyCode::Enter);
     let s = screen(&a, 160, 20);
@@ -118,7 +70,7 @@ fn containers_grouped_by_cgroup_expand_and_reverse() {
         s.lines().nth(open + 1).unwrap().contains("5001 openssl"),
         "{s}"
     );
-    snap!("ui_containers_expanded", s);
+    snap("ui_containers_expanded", s);
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Left);
     assert!(!screen(&a, 160, 20).contains("5001 openssl"));
@@ -138,7 +90,7 @@ fn processes_tree_with_threads() {
     press(&mut a, KeyCode::Char('>')); // sort by TRUE%
     let s = screen(&a, 150, 44);
     assert!(s.contains("├─ vpp_wk") && s.contains("└─ vpp_wk"), "{s}");
-    snap!("ui_processes_tree_sorted_true", s);
+    snap("ui_processes_tree_sorted_true", s);
 }
 
 #[test]
@@ -148,11 +100,11 @@ fn processes_filtered_and_filter_prompt() {
     for c in "ngin".chars() {
         press(&mut a, KeyCode::Char(c));
     }
-    snap!("ui_filter_prompt", screen(&a, 120, 16));
+    snap("ui_filter_prompt", screen(&a, 120, 16));
     press(&mut a, KeyCode::Char('x'));
     press(&mut a, KeyCode::Backspace);
     press(&mut a, KeyCode::Enter);
-    snap!("ui_processes_filtered_nginx", screen(&a, 120, 16));
+    snap("ui_processes_filtered_nginx", screen(&a, 120, 16));
 }
 
 #[test]
@@ -160,21 +112,21 @@ fn cpus_busy_host() {
     let mut a = busy(150, 24);
     press(&mut a, KeyCode::Char('2'));
     assert_eq!(a.view, View::Cpus);
-    snap!("ui_cpus_busy", screen(&a, 150, 24));
+    snap("ui_cpus_busy", screen(&a, 150, 24));
 }
 
 #[test]
 fn cpus_busy_host_100_columns() {
     let mut a = busy(100, 24);
     press(&mut a, KeyCode::Char('2'));
-    snap!("ui_cpus_busy_100x24", screen(&a, 100, 24));
+    snap("ui_cpus_busy_100x24", screen(&a, 100, 24));
 }
 
 #[test]
 fn devices_busy_host() {
     let mut a = busy(120, 20);
     press(&mut a, KeyCode::Char('3'));
-    snap!("ui_devices_busy", screen(&a, 120, 20));
+    snap("ui_devices_busy", screen(&a, 120, 20));
 }
 
 /// With the topology loaded, device rows gain XDP mode, RPS CPUs and the
@@ -215,14 +167,14 @@ fn devices_with_topology() {
     assert!(s.contains("q0:120→3 w1 q1:121→9 w3 r1"), "{s}");
     assert!(s.contains("eth0 (netns pod-web)"), "{s}");
     assert!(s.contains("generic"), "{s}");
-    snap!("ui_devices_topology", s);
+    snap("ui_devices_topology", s);
 }
 
 #[test]
 fn topology_from_the_frame_until_hwloc_data_arrives() {
     let mut a = busy(120, 20);
     press(&mut a, KeyCode::Char('4'));
-    snap!("ui_topology_frame_only", screen(&a, 120, 20));
+    snap("ui_topology_frame_only", screen(&a, 120, 20));
 }
 
 /// The 2-socket host as the topology module describes it.
@@ -354,14 +306,14 @@ fn topology_with_hwloc_data() {
     press(&mut a, KeyCode::Char('4'));
     let s = screen(&a, 120, 40);
     assert!(s.contains("off the NIC's node"), "{s}");
-    snap!("ui_topology_hwloc", s);
+    snap("ui_topology_hwloc", s);
 }
 
 #[test]
 fn pinning_view_before_topology_loads() {
     let mut a = busy(120, 12);
     press(&mut a, KeyCode::Char('5'));
-    snap!("ui_pinning_waiting", screen(&a, 120, 12));
+    snap("ui_pinning_waiting", screen(&a, 120, 12));
 }
 
 #[test]
@@ -379,7 +331,7 @@ fn pinning_view_with_live_evidence() {
     press(&mut a, KeyCode::Char('5'));
     let s = screen(&a, 130, 40);
     assert!(s.contains("nettop pinning check"), "{s}");
-    snap!("ui_pinning_findings", s);
+    snap("ui_pinning_findings", s);
 }
 
 #[test]
@@ -387,7 +339,7 @@ fn help_overlay() {
     let mut a = busy(120, 32);
     press(&mut a, KeyCode::Char('?'));
     let s = screen(&a, 120, 32);
-    snap!("ui_help", s);
+    snap("ui_help", s);
 }
 
 #[test]
@@ -398,7 +350,7 @@ fn sort_picker_overlay() {
     press(&mut a, KeyCode::Char('s'));
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Char(' '));
-    snap!("ui_sort_picker", screen(&a, 120, 30));
+    snap("ui_sort_picker", screen(&a, 120, 30));
 }
 
 #[test]
@@ -430,7 +382,7 @@ fn tiny_terminal_shows_a_note_and_never_panics() {
     let a = busy(10, 5);
     let s = screen(&a, 10, 5);
     assert!(s.contains("too"), "{s}");
-    snap!("ui_too_small_10x5", s);
+    snap("ui_too_small_10x5", s);
     // Every view, every overlay, at every small size: no panic.
     for v in ['1', '2', '3', '4', '5'] {
         for overlay in [None, Some('?'), Some('s')] {
@@ -547,7 +499,7 @@ fn command_lines_on_c() {
         lines.contains('…'),
         "a cut command line has a marker: {lines}"
     );
-    snap!("ui_command_lines", lines);
+    snap("ui_command_lines", lines);
     press(&mut a, KeyCode::Char('c'));
     let back = screen(&a, 200, 16);
     assert!(!back.contains("worker process"), "{back}");
@@ -570,133 +522,5 @@ fn processes_forest() {
     assert!(lines[master + 1].contains("├─ nginx"), "{s}");
     assert!(lines[master + 3].contains("└─ nginx"), "{s}");
     assert!(s.contains("│  └─ worker-"), "a line past a grandchild: {s}");
-    snap!("ui_processes_forest", s);
-}
-
-/// The busy host in its cgroups over 40 ticks of an RX burst, with the
-/// topology thread's facts: what the detail pane and the sparklines show.
-fn burst_app(w: u16, h: u16) -> App {
-    let mut a = app(w, h, true);
-    a.facts = fixtures::detail_facts();
-    for t in 0..40 {
-        a.push_frame(fixtures::detail_host_at(t));
-    }
-    a
-}
-
-/// Enter on openssl's row (found with the filter: vpp is busier).
-fn open_openssl(a: &mut App) {
-    press(a, KeyCode::Char('/'));
-    for c in "openssl".chars() {
-        press(a, KeyCode::Char(c));
-    }
-    press(a, KeyCode::Enter);
-    press(a, KeyCode::Enter);
-}
-
-/// Enter on openssl: who it is, where it may run, what is stolen from it
-/// and by which vector, the findings naming it, its history and threads.
-#[test]
-fn detail_pane_of_a_robbed_process() {
-    let mut a = burst_app(120, 44);
-    open_openssl(&mut a);
-    let s = screen(&a, 120, 44);
-    assert!(s.contains("PID 5001 openssl · running · Esc closes"), "{s}");
-    assert!(
-        s.contains("ECDHE-RSA-AES256-GCM-SHA384 -www"),
-        "wrapped: {s}"
-    );
-    assert!(s.contains("PPID 4990") && s.contains("user alice"), "{s}");
-    assert!(s.contains("softirq ") && s.contains("NET_RX "), "{s}");
-    assert!(s.contains("cgroup docker:5a5a5a5a5a5a"), "{s}");
-    assert!(
-        s.contains("affinity 3 · cpuset 3: affinity within it"),
-        "{s}"
-    );
-    assert!(s.contains("NUMA node 0 · local NICs: eth0"), "{s}");
-    assert!(!s.contains("eth1"), "eth1 is on the other node: {s}");
-    assert!(s.contains("warning NT002 irq-on-pinned-cpu"), "{s}");
-    assert!(s.contains("History: last 40s (40 frames)"), "{s}");
-    let stolen = s.lines().find(|l| l.contains("│STOLEN%  ")).unwrap();
-    let ticks: std::collections::BTreeSet<char> =
-        stolen.chars().filter(|c| ('▁'..='█').contains(c)).collect();
-    assert!(ticks.len() >= 4, "the burst has a shape: {stolen}");
-    assert!(s.contains("Threads (1, busiest first)"), "{s}");
-    snap!("ui_detail_pane", s);
-}
-
-/// The process exits: the pane stays, says so and keeps what it knew.
-#[test]
-fn detail_pane_after_the_process_exits() {
-    let mut a = burst_app(80, 24);
-    open_openssl(&mut a);
-    let mut f = fixtures::detail_host_at(40);
-    f.processes.retain(|p| p.pid != 5001);
-    f.threads.retain(|p| p.pid != 5001);
-    a.push_frame(f);
-    let s = screen(&a, 80, 24);
-    assert!(s.contains("PID 5001 openssl · EXITED (last seen"), "{s}");
-    assert!(s.contains("openssl s_server"), "{s}");
-    snap!("ui_detail_pane_exited_80x24", s);
-}
-
-/// Small terminals: the pane drops its border and keeps the first lines;
-/// nothing panics down to the smallest size the TUI draws into.
-#[test]
-fn detail_pane_on_small_terminals() {
-    let mut a = burst_app(30, 7);
-    open_openssl(&mut a);
-    for (w, h) in [(30, 7), (30, 8), (31, 9), (40, 10), (24, 8), (60, 12)] {
-        a.resize(w, h);
-        let s = screen(&a, w, h);
-        if w >= 30 {
-            assert!(s.contains("PID 5001"), "{w}x{h}: {s}");
-        }
-    }
-    a.resize(30, 7);
-    snap!("ui_detail_pane_30x7", screen(&a, 30, 7));
-}
-
-/// The optional STOLEN HIST column (fields screen): each row's STOLEN%
-/// over the last frames, against a whole CPU, so rows compare.
-#[test]
-fn processes_trend_column() {
-    use nettop::output::columns::ProcColumn;
-    let mut a = burst_app(170, 16);
-    let at = a
-        .columns
-        .iter()
-        .position(|c| *c == ProcColumn::Stolen)
-        .unwrap();
-    a.columns.insert(at + 1, ProcColumn::Trend);
-    let s = screen(&a, 170, 16);
-    assert!(s.contains("STOLEN HIST"), "{s}");
-    let line = s.lines().find(|l| l.contains("openssl")).unwrap();
-    assert!(line.contains("▅▆▇▆▅▅▄▄▃▂▂▁"), "{line}");
-    let idle = s.lines().find(|l| l.contains("postgres")).unwrap();
-    assert!(idle.contains("▁▁▁▁▁▁▁▁▁▁▁▁"), "{idle}");
-    snap!("ui_processes_trend", s);
-}
-
-/// The CPUs view's STOLEN and NET_RX/s history: CPU 3 carries the burst,
-/// CPU 5 a quarter of it on the shared NET_RX/s scale.
-#[test]
-fn cpus_history_sparklines() {
-    let mut a = burst_app(190, 22);
-    press(&mut a, KeyCode::Char('2'));
-    let s = screen(&a, 190, 22);
-    assert!(
-        s.contains("STOLEN% HIST") && s.contains("NETRX/s ≤90."),
-        "{s}"
-    );
-    let row = |n: &str| {
-        s.lines()
-            .find(|l| l.trim_start_matches(['"', ' ']).starts_with(n))
-            .unwrap()
-            .to_string()
-    };
-    assert!(row("3 ").contains('█'), "{s}");
-    assert!(!row("5 ").contains('█'), "{s}");
-    assert!(row("8 ").contains("▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁"), "{s}");
-    snap!("ui_cpus_history", s);
+    snap("ui_processes_forest", s);
 }

@@ -7,6 +7,7 @@ pub mod parked;
 pub mod prom;
 pub mod readme;
 pub mod run;
+pub mod screen;
 pub mod tmux;
 pub mod victim;
 pub mod xdp_pass;
