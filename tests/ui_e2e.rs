@@ -408,61 +408,59 @@ fn detail_pane_opens_and_closes() {
     t.assert_restored(0);
 }
 
-/// `i` (top's idle toggle) on real processes: a sleeper and a spinner are
-/// both listed, `i` leaves the spinner alone on screen, `i` again brings
-/// the sleeper back; `-i` starts with them hidden.
+/// `i` (top's idle toggle) on real processes: a sleeper and a busy
+/// process are both listed, `i` leaves the busy one alone on screen, `i`
+/// again brings the sleeper back; `-i` starts with it hidden. The busy
+/// process is this test's own (a spinning thread): nothing can outlive
+/// the test and burn a CPU under the tests that follow.
 #[test]
 fn idle_toggle_hides_a_real_sleeper() {
-    /// The two processes, killed and reaped whatever happens.
-    struct Kids(Vec<std::process::Child>);
-    impl Drop for Kids {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// The sleeper killed and the spinning thread stopped, whatever happens.
+    struct Guard(std::process::Child, Arc<AtomicBool>);
+    impl Drop for Guard {
         fn drop(&mut self) {
-            for c in &mut self.0 {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
+            self.1.store(true, Ordering::Relaxed);
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
     }
+    let stop = Arc::new(AtomicBool::new(false));
+    let spin = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        while !spin.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
     let sleeper = Command::new("sleep").arg("4444.5").spawn().expect("sleep");
-    // Bounded: the spinner stops by itself after a minute.
-    let spinner = Command::new("timeout")
-        .args(["60", "sh", "-c", "while :; do :; done"])
-        .spawn()
-        .expect("spinner");
-    let (sl, sp) = (sleeper.id(), spinner.id());
-    let _kids = Kids(vec![sleeper, spinner]);
-    // `timeout` forks the shell that spins: list its children too.
-    let spin_pid = (0..50)
-        .find_map(|_| {
-            std::thread::sleep(Duration::from_millis(20));
-            let kids = std::fs::read_to_string(format!("/proc/{sp}/task/{sp}/children")).ok()?;
-            kids.split_whitespace().next()?.parse::<u32>().ok()
-        })
-        .expect("the spinning shell");
+    let sl = sleeper.id();
+    let _guard = Guard(sleeper, stop);
+    let me = std::process::id();
     let row = |s: &str, pid: u32| {
         s.lines()
             .any(|l| l.split_whitespace().next() == Some(&pid.to_string()))
     };
-    let cmd = format!("{BIN} --no-bpf -d 0.5 -p {sl},{spin_pid}");
+    let cmd = format!("{BIN} --no-bpf -d 0.5 -p {sl},{me}");
     let Some(t) = Tmux::start("idle", &cmd, 140, 20) else {
         return common::skip("idle_toggle_hides_a_real_sleeper", "tmux not installed");
     };
-    t.wait_for("both rows", |s| row(s, sl) && row(s, spin_pid));
+    t.wait_for("both rows", |s| row(s, sl) && row(s, me));
     t.keys(&["i"]);
-    let s = t.wait_for("the spinner alone", |s| {
-        s.contains("idle tasks hidden") && row(s, spin_pid) && !row(s, sl)
+    t.wait_for("the busy one alone", |s| {
+        s.contains("idle tasks hidden") && row(s, me) && !row(s, sl)
     });
-    assert!(s.contains(" sh"), "{s}");
     t.keys(&["i"]);
-    t.wait_for("both again", |s| row(s, sl) && row(s, spin_pid));
+    t.wait_for("both again", |s| row(s, sl) && row(s, me));
     t.keys(&["q"]);
     t.assert_restored(0);
 
-    let cmd = format!("{BIN} --no-bpf -i -d 0.5 -p {sl},{spin_pid}");
+    let cmd = format!("{BIN} --no-bpf -i -d 0.5 -p {sl},{me}");
     let Some(t) = Tmux::start("idle-flag", &cmd, 140, 20) else {
         return;
     };
-    let s = t.wait_for("the spinner", |s| row(s, spin_pid));
+    let s = t.wait_for("the busy one", |s| row(s, me));
     assert!(!row(&s, sl), "-i lists the sleeper:\n{s}");
     t.keys(&["q"]);
     t.assert_restored(0);
