@@ -1,0 +1,236 @@
+//! `nettop --plan [--apply [PLAN]] [--measure D]` and `nettop --revert FILE`:
+//! the planner wired to the live collector, the revert file and the user.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::app::cli::{Cli, Format};
+use crate::app::live::LiveFrames;
+use crate::app::options;
+use crate::pinning::{self, Evidence};
+use crate::plan::revert::{self, Entry, RevertFile};
+use crate::plan::{self, Load, Plan, apply, measure};
+
+/// The load the planner spreads interrupts by: long enough to see a
+/// pinned thread's share and NET_RX per CPU, short enough for a command.
+const LOAD_WINDOW: Duration = Duration::from_secs(1);
+/// `--measure` when not given.
+pub const DEFAULT_MEASURE: Duration = Duration::from_secs(10);
+
+fn out(text: &str) -> anyhow::Result<()> {
+    // Not print!: it panics on a closed pipe or a full disk.
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())
+        .and_then(|()| o.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))
+}
+
+fn state_dir(cli: &Cli) -> PathBuf {
+    cli.state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(revert::DEFAULT_DIR))
+}
+
+/// `--plan`: 0 printed (or applied and kept), 1 applied and reverted
+/// automatically; errors exit 2.
+pub fn run(cli: &Cli) -> anyhow::Result<u8> {
+    if let Some(file) = &cli.revert {
+        return run_revert(cli, file);
+    }
+    let root = options::sysroot(cli);
+    let applying = cli.apply;
+    if applying && !root.is_live() {
+        bail!("--apply writes this host's IRQ and RPS files: it cannot be used with --sysroot");
+    }
+    let mut topo = crate::topology::load(&options::topology(cli))?;
+    let mut ev = Evidence::default();
+    let mut load = Load::default();
+    let mut frames = None;
+    if root.is_live() {
+        // Thread rows: the victims and the busy pinned threads are threads.
+        let mut c = cli.clone();
+        c.threads = true;
+        match LiveFrames::open(&c, false) {
+            Ok(mut lf) => {
+                std::thread::sleep(LOAD_WINDOW);
+                let f = lf.next_frame()?;
+                load = measure::observe(&f, &mut topo, &mut ev);
+                frames = Some(lf);
+            }
+            Err(e) if !applying => {
+                log::warn!("no load measurement ({e:#}): planning from the configuration only");
+            }
+            Err(e) => return Err(e.context("--apply measures before and after with the collector")),
+        }
+    }
+    let report = pinning::check(&topo, &ev);
+    let plan = match &cli.plan_file {
+        Some(p) => plan::load_saved(p)?,
+        None => plan::compute(&topo, &report, &ev, &load),
+    };
+    out(&match cli.format {
+        Format::Text => plan::render_text(&plan),
+        Format::Json => plan::render_json(&plan) + "\n",
+        Format::Sh => plan::render_sh(&plan),
+    })?;
+    match frames {
+        Some(lf) if applying => run_apply(cli, &plan, lf),
+        _ => Ok(0),
+    }
+}
+
+/// Asks on the terminal unless `--yes`; without a terminal, refuses.
+fn confirm(cli: &Cli, what: &str) -> anyhow::Result<()> {
+    if cli.yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("{what} changes this host: confirm on a terminal, or pass --yes");
+    }
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "{what}? [y/N] ");
+    let _ = e.flush();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        bail!("not confirmed: nothing written")
+    }
+}
+
+fn ns_note(ns: &str) -> String {
+    if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" (netns {ns})")
+    }
+}
+
+fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
+    let mut entries = Vec::new();
+    for c in plan.applied() {
+        apply::validate(c.kind, &c.target, &c.to)?;
+        entries.push(Entry {
+            kind: c.kind,
+            netns: c.netns.clone(),
+            path: c.target.clone(),
+            previous: apply::read(&c.netns, &c.target)?,
+            applied: c.to.clone(),
+        });
+    }
+    if entries.is_empty() {
+        out("\nnothing to apply\n")?;
+        return Ok(0);
+    }
+    if cli.dry_run {
+        let mut s = String::from("\ndry run: --apply would write\n");
+        for e in &entries {
+            s.push_str(&format!(
+                "  {}{}: {} -> {}\n",
+                e.path,
+                ns_note(&e.netns),
+                e.previous,
+                e.applied
+            ));
+        }
+        out(&s)?;
+        return Ok(0);
+    }
+    confirm(
+        cli,
+        &format!("apply {} change(s) to this host", entries.len()),
+    )?;
+    let rf = RevertFile::new(entries);
+    let path = revert::write(&state_dir(cli), &rf)?;
+    out(&format!("\nrevert file: {}\n", path.display()))?;
+    let shown = path.display().to_string();
+    let window = cli.measure.unwrap_or(DEFAULT_MEASURE);
+    let before = measure_window(&mut lf, window, plan).with_context(|| shown.clone())?;
+    for (i, e) in rf.entries.iter().enumerate() {
+        if let Err(err) = apply::write(e.kind, &e.netns, &e.path, &e.applied) {
+            let partial = RevertFile {
+                entries: rf.entries[..i].to_vec(),
+                ..rf.clone()
+            };
+            let (lines, _) = revert::restore(&partial, false);
+            bail!(
+                "applying stopped at {}{}: {err:#}; the {i} change(s) before it were restored \
+                 ({}); revert file {shown}",
+                e.path,
+                ns_note(&e.netns),
+                lines.join("; ")
+            );
+        }
+        out(&format!(
+            "wrote {}{}: {} -> {}\n",
+            e.path,
+            ns_note(&e.netns),
+            e.previous,
+            e.applied
+        ))?;
+    }
+    let after = measure_window(&mut lf, window, plan).with_context(|| {
+        format!("the plan is applied; `nettop --revert {shown}` restores the previous values")
+    })?;
+    out(&format!("\n{}", measure::render_table(&before, &after)))?;
+    let worse = measure::judge(&before, &after);
+    if worse.is_empty() {
+        out(&format!(
+            "\nkept. To undo: nettop --revert {shown}\nrevert file: {shown}\n"
+        ))?;
+        return Ok(0);
+    }
+    log::warn!(
+        "the plan made things worse ({}): reverting from {shown}",
+        worse.join("; ")
+    );
+    let (lines, ok) = revert::restore(&rf, false);
+    out(&format!(
+        "\nreverted automatically: {}\n  {}\nrevert file: {shown}\n",
+        worse.join("; "),
+        lines.join("\n  ")
+    ))?;
+    if !ok {
+        bail!("the automatic revert failed for some files (above); revert file {shown}");
+    }
+    Ok(1)
+}
+
+/// One frame covering `window` from now.
+fn measure_window(
+    lf: &mut LiveFrames,
+    window: Duration,
+    plan: &Plan,
+) -> anyhow::Result<measure::Measure> {
+    lf.next_frame()?;
+    std::thread::sleep(window);
+    Ok(measure::Measure::of(&lf.next_frame()?, &plan.victims))
+}
+
+/// `--revert FILE`: 0 restored; refusals and failures exit 2.
+fn run_revert(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
+    let rf = revert::read(&state_dir(cli), file)?;
+    if cli.dry_run {
+        let (lines, _) = revert::restore(&rf, true);
+        out(&format!("dry run:\n  {}\n", lines.join("\n  ")))?;
+        return Ok(0);
+    }
+    confirm(
+        cli,
+        &format!(
+            "restore {} file(s) from {}",
+            rf.entries.len(),
+            file.display()
+        ),
+    )?;
+    let (lines, ok) = revert::restore(&rf, false);
+    out(&format!("{}\n", lines.join("\n")))?;
+    if !ok {
+        bail!("some files could not be restored (above)");
+    }
+    Ok(0)
+}
