@@ -163,6 +163,14 @@ pub struct Cli {
                                 "revert"])]
     pub apply: bool,
 
+    /// With --plan: plan for these devices only (names, or labels as the
+    /// lint prints them: "veth1 (netns blue)"); other devices' IRQs and
+    /// steering are left alone.
+    #[arg(long = "nic", value_name = "DEV,...", value_delimiter = ',', requires = "plan",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
+                                "revert"])]
+    pub nics: Vec<String>,
+
     /// With --plan --apply: apply this plan, saved with `--plan --format
     /// json` and reviewed, instead of computing one now.
     #[arg(long = "plan-file", value_name = "PLAN", requires = "apply",

@@ -1,4 +1,4 @@
-//! `nettop --plan [--apply [PLAN]] [--measure D]` and `nettop --revert FILE`:
+//! `nettop --plan [--apply [--plan-file PLAN]] [--measure D]` and `nettop --revert FILE`:
 //! the planner wired to the live collector, the revert file and the user.
 
 use std::io::{IsTerminal, Write};
@@ -46,6 +46,9 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         bail!("--apply writes this host's IRQ and RPS files: it cannot be used with --sysroot");
     }
     let mut topo = crate::topology::load(&options::topology(cli))?;
+    if !cli.nics.is_empty() {
+        only_nics(&mut topo, &cli.nics)?;
+    }
     let mut ev = Evidence::default();
     let mut load = Load::default();
     let mut frames = None;
@@ -71,15 +74,33 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         Some(p) => plan::load_saved(p)?,
         None => plan::compute(&topo, &report, &ev, &load),
     };
-    out(&match cli.format {
-        Format::Text => plan::render_text(&plan),
-        Format::Json => plan::render_json(&plan) + "\n",
-        Format::Sh => plan::render_sh(&plan),
-    })?;
+    // --apply --format json prints one report (plan included) at the end.
+    if !(applying && cli.format == Format::Json) {
+        out(&match cli.format {
+            Format::Text => plan::render_text(&plan),
+            Format::Json => plan::render_json(&plan) + "\n",
+            Format::Sh => plan::render_sh(&plan),
+        })?;
+    }
     match frames {
         Some(lf) if applying => run_apply(cli, &plan, lf),
         _ => Ok(0),
     }
+}
+
+/// `--nic`: the plan for these devices only (a name matches in every
+/// namespace; a label "DEV (netns NS)" in that one); IRQs of other
+/// devices are then left alone.
+fn only_nics(topo: &mut crate::topology::HostTopology, want: &[String]) -> anyhow::Result<()> {
+    for w in want {
+        if !topo.nics.iter().any(|n| &n.name == w || &n.label() == w) {
+            let have: Vec<String> = topo.nics.iter().map(|n| n.label()).collect();
+            bail!("--nic {w}: no such device (devices: {})", have.join(", "));
+        }
+    }
+    topo.nics
+        .retain(|n| want.iter().any(|w| w == &n.name || w == &n.label()));
+    Ok(())
 }
 
 /// Asks on the terminal unless `--yes`; without a terminal, refuses.
@@ -88,7 +109,7 @@ fn confirm(cli: &Cli, what: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     if !std::io::stdin().is_terminal() {
-        bail!("{what} changes this host: confirm on a terminal, or pass --yes");
+        bail!("not confirmed ({what}): stdin is not a terminal to ask on; pass --yes");
     }
     let mut e = std::io::stderr().lock();
     let _ = write!(e, "{what}? [y/N] ");
@@ -111,6 +132,9 @@ fn ns_note(ns: &str) -> String {
 }
 
 fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
+    let json = cli.format == Format::Json;
+    // Text progress as it happens; JSON holds it for the report.
+    let say = |s: &str| if json { Ok(()) } else { out(s) };
     let mut entries = Vec::new();
     for c in plan.applied() {
         apply::validate(c.kind, &c.target, &c.to)?;
@@ -122,22 +146,31 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
             applied: c.to.clone(),
         });
     }
+    let line = |e: &Entry| {
+        format!(
+            "{}{}: {} -> {}",
+            e.path,
+            ns_note(&e.netns),
+            e.previous,
+            e.applied
+        )
+    };
     if entries.is_empty() {
-        out("\nnothing to apply\n")?;
+        out(if json {
+            "{\"schema\":\"nettop.apply/1\",\"nothing_to_apply\":true}\n"
+        } else {
+            "\nnothing to apply\n"
+        })?;
         return Ok(0);
     }
     if cli.dry_run {
-        let mut s = String::from("\ndry run: --apply would write\n");
-        for e in &entries {
-            s.push_str(&format!(
-                "  {}{}: {} -> {}\n",
-                e.path,
-                ns_note(&e.netns),
-                e.previous,
-                e.applied
-            ));
-        }
-        out(&s)?;
+        let lines: Vec<String> = entries.iter().map(line).collect();
+        out(&if json {
+            serde_json::json!({ "schema": measure::APPLY_SCHEMA, "dry_run": lines }).to_string()
+                + "\n"
+        } else {
+            format!("\ndry run: --apply would write\n  {}\n", lines.join("\n  "))
+        })?;
         return Ok(0);
     }
     confirm(
@@ -146,10 +179,16 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     )?;
     let rf = RevertFile::new(entries);
     let path = revert::write(&state_dir(cli), &rf)?;
-    out(&format!("\nrevert file: {}\n", path.display()))?;
     let shown = path.display().to_string();
+    // Printed at once in both formats: whatever happens next, the way back
+    // is known.
+    if json {
+        log::info!("revert file: {shown}");
+    }
+    say(&format!("\nrevert file: {shown}\n"))?;
     let window = cli.measure.unwrap_or(DEFAULT_MEASURE);
     let before = measure_window(&mut lf, window, plan).with_context(|| shown.clone())?;
+    let mut written = Vec::new();
     for (i, e) in rf.entries.iter().enumerate() {
         if let Err(err) = apply::write(e.kind, &e.netns, &e.path, &e.applied) {
             let partial = RevertFile {
@@ -165,39 +204,57 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
                 lines.join("; ")
             );
         }
-        out(&format!(
-            "wrote {}{}: {} -> {}\n",
-            e.path,
-            ns_note(&e.netns),
-            e.previous,
-            e.applied
-        ))?;
+        say(&format!("wrote {}\n", line(e)))?;
+        written.push(line(e));
     }
     let after = measure_window(&mut lf, window, plan).with_context(|| {
         format!("the plan is applied; `nettop --revert {shown}` restores the previous values")
     })?;
-    out(&format!("\n{}", measure::render_table(&before, &after)))?;
-    let worse = measure::judge(&before, &after);
+    say(&format!("\n{}", measure::render_table(&before, &after)))?;
+    let victim_cpus = plan
+        .victims
+        .iter()
+        .fold(crate::sys::cpuset::CpuSet::new(), |a, v| {
+            a.union(&v.affinity)
+        });
+    let worse = measure::judge(&before, &after, &victim_cpus);
+    let mut restored = Vec::new();
+    let mut ok = true;
     if worse.is_empty() {
-        out(&format!(
+        say(&format!(
             "\nkept. To undo: nettop --revert {shown}\nrevert file: {shown}\n"
         ))?;
-        return Ok(0);
+    } else {
+        log::warn!(
+            "the plan made things worse ({}): reverting from {shown}",
+            worse.join("; ")
+        );
+        (restored, ok) = revert::restore(&rf, false);
+        say(&format!(
+            "\nreverted automatically: {}\n  {}\nrevert file: {shown}\n",
+            worse.join("; "),
+            restored.join("\n  ")
+        ))?;
     }
-    log::warn!(
-        "the plan made things worse ({}): reverting from {shown}",
-        worse.join("; ")
-    );
-    let (lines, ok) = revert::restore(&rf, false);
-    out(&format!(
-        "\nreverted automatically: {}\n  {}\nrevert file: {shown}\n",
-        worse.join("; "),
-        lines.join("\n  ")
-    ))?;
+    let reverted = !worse.is_empty();
+    if json {
+        let report = measure::ApplyReport {
+            schema: measure::APPLY_SCHEMA.into(),
+            plan: plan.clone(),
+            revert_file: shown.clone(),
+            written,
+            before,
+            after,
+            worse,
+            reverted,
+            restored,
+        };
+        out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    }
     if !ok {
-        bail!("the automatic revert failed for some files (above); revert file {shown}");
+        bail!("the automatic revert failed for some files (see above); revert file {shown}");
     }
-    Ok(1)
+    Ok(u8::from(reverted))
 }
 
 /// One frame covering `window` from now.

@@ -10,13 +10,16 @@ use super::{Load, Victim};
 use crate::model::frame::{CpuView, Frame};
 use crate::pinning::Evidence;
 use crate::sample::NET_RX;
+use crate::sys::cpuset::CpuSet;
 use crate::topology::HostTopology;
 
 /// A victim whose TRUE% fell by more than this many points is worse off
 /// (below it, two 10 s windows of the same load differ by noise).
 pub const TRUE_DROP_PTS: f64 = 2.0;
-/// A CPU that was at or under this share busy and went past it.
+/// A CPU no victim runs on that went past this share busy, by more than
+/// [`CPU_BUSY_RISE`] points: a CPU that was already near it is noise.
 pub const CPU_BUSY_MAX: f64 = 95.0;
+pub const CPU_BUSY_RISE: f64 = 5.0;
 /// Drops per second that count as "rose": more than this many more, and
 /// more than [`DROP_SHARE`] of the packets received.
 pub const DROP_MIN_PER_S: f64 = 10.0;
@@ -27,6 +30,7 @@ pub struct VictimLoad {
     pub tid: u32,
     pub comm: String,
     /// `None` when the thread was not seen (exited).
+    pub on_cpu_pct: Option<f64>,
     pub stolen_pct: Option<f64>,
     pub true_pct: Option<f64>,
 }
@@ -72,6 +76,7 @@ impl Measure {
                     VictimLoad {
                         tid: v.tid,
                         comm: v.comm.clone(),
+                        on_cpu_pct: t.map(|t| t.on_cpu_pct),
                         stolen_pct: t.map(|t| t.stolen_pct),
                         true_pct: t.map(|t| t.true_pct),
                     }
@@ -117,8 +122,9 @@ pub fn observe(f: &Frame, topo: &mut HostTopology, ev: &mut Evidence) -> Load {
     }
 }
 
-/// Why the plan made things worse; empty when it did not.
-pub fn judge(before: &Measure, after: &Measure) -> Vec<String> {
+/// Why the plan made things worse; empty when it did not. `exempt`: the
+/// victims' CPUs, busy by design (a pinned spinner is always at 100 %).
+pub fn judge(before: &Measure, after: &Measure, exempt: &CpuSet) -> Vec<String> {
     let mut worse = Vec::new();
     for a in &after.victims {
         let Some(b) = before.victims.iter().find(|b| b.tid == a.tid) else {
@@ -133,9 +139,13 @@ pub fn judge(before: &Measure, after: &Measure) -> Vec<String> {
             ));
         }
     }
-    for a in &after.cpus {
+    for a in after.cpus.iter().filter(|a| !exempt.contains(a.cpu)) {
         let b = before.cpus.iter().find(|b| b.cpu == a.cpu);
-        if a.busy_pct > CPU_BUSY_MAX && b.is_some_and(|b| b.busy_pct <= CPU_BUSY_MAX) {
+        if a.busy_pct > CPU_BUSY_MAX
+            && b.is_some_and(|b| {
+                b.busy_pct <= CPU_BUSY_MAX && a.busy_pct - b.busy_pct > CPU_BUSY_RISE
+            })
+        {
             worse.push(format!(
                 "CPU {} went from {:.1} % to {:.1} % busy",
                 a.cpu,
@@ -154,6 +164,26 @@ pub fn judge(before: &Measure, after: &Measure) -> Vec<String> {
     worse
 }
 
+/// `--plan --apply --format json`: the whole run as one document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplyReport {
+    pub schema: String,
+    pub plan: super::Plan,
+    pub revert_file: String,
+    /// "PATH (netns NS): OLD -> NEW", in the order written.
+    pub written: Vec<String>,
+    pub before: Measure,
+    pub after: Measure,
+    /// Why the plan was judged worse; empty when kept.
+    pub worse: Vec<String>,
+    pub reverted: bool,
+    /// What the automatic revert restored.
+    pub restored: Vec<String>,
+}
+
+/// [`ApplyReport`]'s schema.
+pub const APPLY_SCHEMA: &str = "nettop.apply/1";
+
 fn pct(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
 }
@@ -163,16 +193,21 @@ pub fn render_table(before: &Measure, after: &Measure) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "before/after ({:.1} s each)\n\n{:<8} {:<16} {:>14} {:>14}",
-        before.seconds, "TID", "COMMAND", "STOLEN% b→a", "TRUE% b→a"
+        "before/after ({:.1} s each)\n\n{:<8} {:<16} {:>14} {:>14} {:>14}",
+        before.seconds, "TID", "COMMAND", "ONCPU% b→a", "STOLEN% b→a", "TRUE% b→a"
     );
     for a in &after.victims {
         let b = before.victims.iter().find(|b| b.tid == a.tid);
         let _ = writeln!(
             o,
-            "{:<8} {:<16} {:>14} {:>14}",
+            "{:<8} {:<16} {:>14} {:>14} {:>14}",
             a.tid,
             a.comm,
+            format!(
+                "{} → {}",
+                pct(b.and_then(|b| b.on_cpu_pct)),
+                pct(a.on_cpu_pct)
+            ),
             format!(
                 "{} → {}",
                 pct(b.and_then(|b| b.stolen_pct)),
@@ -214,6 +249,7 @@ mod tests {
             victims: vec![VictimLoad {
                 tid: 7,
                 comm: "spin".into(),
+                on_cpu_pct: Some(100.0),
                 stolen_pct: Some(100.0 - true_pct),
                 true_pct: Some(true_pct),
             }],
@@ -229,23 +265,29 @@ mod tests {
 
     #[test]
     fn better_or_equal_is_kept() {
-        assert!(judge(&m(70.0, 50.0, 0.0), &m(99.0, 50.0, 0.0)).is_empty());
+        let none = CpuSet::new();
+        assert!(judge(&m(70.0, 50.0, 0.0), &m(99.0, 50.0, 0.0), &none).is_empty());
         // Within the noise allowance.
-        assert!(judge(&m(99.0, 50.0, 0.0), &m(97.5, 50.0, 0.0)).is_empty());
-        // Already past 95 % before: not "went past".
-        assert!(judge(&m(90.0, 99.0, 0.0), &m(95.0, 100.0, 0.0)).is_empty());
+        assert!(judge(&m(99.0, 50.0, 0.0), &m(97.5, 50.0, 0.0), &none).is_empty());
+        // Already past 95 % before, or near it: not "went past".
+        assert!(judge(&m(90.0, 99.0, 0.0), &m(95.0, 100.0, 0.0), &none).is_empty());
+        assert!(judge(&m(90.0, 94.0, 0.0), &m(95.0, 96.0, 0.0), &none).is_empty());
+        // A victim's own CPU is busy by design.
+        let cpu1 = CpuSet::from_cpus([1]);
+        assert!(judge(&m(90.0, 60.0, 0.0), &m(95.0, 100.0, 0.0), &cpu1).is_empty());
         // A few more drops on 10,000 packets/s.
-        assert!(judge(&m(90.0, 50.0, 0.0), &m(95.0, 50.0, 50.0)).is_empty());
+        assert!(judge(&m(90.0, 50.0, 0.0), &m(95.0, 50.0, 50.0), &none).is_empty());
     }
 
     #[test]
     fn each_kind_of_worse_is_reported() {
-        let w = judge(&m(99.0, 50.0, 0.0), &m(70.0, 50.0, 0.0));
+        let none = CpuSet::new();
+        let w = judge(&m(99.0, 50.0, 0.0), &m(70.0, 50.0, 0.0), &none);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("TRUE% fell from 99.0 to 70.0"), "{w:?}");
-        let w = judge(&m(90.0, 60.0, 0.0), &m(90.0, 96.0, 0.0));
+        let w = judge(&m(90.0, 60.0, 0.0), &m(90.0, 96.0, 0.0), &none);
         assert_eq!(w, vec!["CPU 1 went from 60.0 % to 96.0 % busy".to_string()]);
-        let w = judge(&m(90.0, 60.0, 0.0), &m(90.0, 60.0, 500.0));
+        let w = judge(&m(90.0, 60.0, 0.0), &m(90.0, 60.0, 500.0), &none);
         assert_eq!(w, vec!["drops rose from 0/s to 500/s".to_string()]);
     }
 }
