@@ -9,6 +9,8 @@
 //!   turns that RPS off; nettop's own after-measurement leaves
 //!   the spinner with < 2 % STOLEN; a tampered revert file is refused;
 //!   `--revert` restores `rps_cpus` byte for byte;
+//! - interrupted (SIGINT) while measuring after the writes, `--apply`
+//!   reverts before it exits 2;
 //! - a reviewed plan file that steers RPS onto the spinner (worse) is
 //!   applied, judged worse (TRUE% fell), reverted automatically and
 //!   logged, and `rps_cpus` is back byte for byte.
@@ -337,6 +339,54 @@ fn a_plan_that_makes_things_worse_is_reverted_and_logged() {
         victim(&r["after"], spinner)["true_pct"]
     ));
     assert_eq!(r["restored"].as_array().unwrap().len(), 1, "{r:#}");
+    assert_eq!(
+        rps_bytes(&pair),
+        original,
+        "rps_cpus not restored byte for byte"
+    );
+}
+
+#[test]
+fn an_apply_interrupted_while_measuring_is_reverted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return;
+    }
+    warm_calibration();
+    let Some((pair, _spinner)) = scene("pi", "2") else {
+        return;
+    };
+    let original = rps_bytes(&pair);
+    let state = tempfile::tempdir().unwrap();
+    let child = nettop()
+        .env("NETTOP_CACHE_DIR", common::cache_dir())
+        .args(["--plan", "--apply", "--yes", "--measure", "20s", "--nic"])
+        .arg(&pair.veth_rx)
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // Written once the "before" window is over: interrupt the "after" one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while String::from_utf8_lossy(&rps_bytes(&pair)).trim() != "0" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the plan was never applied"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    common::run::signal(pid, libc::SIGINT);
+    let out = common::run::wait_output(child, Duration::from_secs(60), "interrupted --apply");
+    let err = common::run::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("interrupted while measuring: reverted"),
+        "{err}"
+    );
     assert_eq!(
         rps_bytes(&pair),
         original,

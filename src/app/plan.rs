@@ -133,8 +133,13 @@ fn ns_note(ns: &str) -> String {
 
 fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     let json = cli.format == Format::Json;
-    // Text progress as it happens; JSON holds it for the report.
-    let say = |s: &str| if json { Ok(()) } else { out(s) };
+    // Text progress as it happens; JSON holds it for the report. A closed
+    // stdout must not stop the run half way (the revert below still runs).
+    let say = |s: &str| {
+        if !json {
+            let _ = out(s);
+        }
+    };
     let mut entries = Vec::new();
     for c in plan.applied() {
         apply::validate(c.kind, &c.target, &c.to)?;
@@ -177,6 +182,9 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
         cli,
         &format!("apply {} change(s) to this host", entries.len()),
     )?;
+    // From here on SIGINT/SIGTERM/SIGHUP end the run through the revert:
+    // kernel state is restored on every exit path, as the terminal is.
+    let stop = crate::sys::signals::stop_flag()?;
     let rf = RevertFile::new(entries);
     let path = revert::write(&state_dir(cli), &rf)?;
     let shown = path.display().to_string();
@@ -185,9 +193,13 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     if json {
         log::info!("revert file: {shown}");
     }
-    say(&format!("\nrevert file: {shown}\n"))?;
+    say(&format!("\nrevert file: {shown}\n"));
     let window = cli.measure.unwrap_or(DEFAULT_MEASURE);
-    let before = measure_window(&mut lf, window, plan).with_context(|| shown.clone())?;
+    let Some(before) =
+        measure_window(&mut lf, window, plan, &stop).with_context(|| shown.clone())?
+    else {
+        bail!("interrupted before anything was written; revert file {shown}");
+    };
     let mut written = Vec::new();
     for (i, e) in rf.entries.iter().enumerate() {
         if let Err(err) = apply::write(e.kind, &e.netns, &e.path, &e.applied) {
@@ -204,13 +216,32 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
                 lines.join("; ")
             );
         }
-        say(&format!("wrote {}\n", line(e)))?;
+        say(&format!("wrote {}\n", line(e)));
         written.push(line(e));
     }
-    let after = measure_window(&mut lf, window, plan).with_context(|| {
-        format!("the plan is applied; `nettop --revert {shown}` restores the previous values")
-    })?;
-    say(&format!("\n{}", measure::render_table(&before, &after)))?;
+    // Whatever stops the run now (a signal, a failed measurement) leaves
+    // the host as it was: kernel state is restored on every exit path.
+    let after = match measure_window(&mut lf, window, plan, &stop) {
+        Ok(Some(a)) => a,
+        other => {
+            let why = match other {
+                Err(e) => format!("measuring after the change failed ({e:#})"),
+                _ => "interrupted while measuring".to_string(),
+            };
+            let (lines, ok) = revert::restore(&rf, false);
+            log::warn!("{why}: reverting from {shown}");
+            bail!(
+                "{why}: {} ({}); revert file {shown}",
+                if ok {
+                    "reverted"
+                } else {
+                    "the revert FAILED for some files"
+                },
+                lines.join("; ")
+            );
+        }
+    };
+    say(&format!("\n{}", measure::render_table(&before, &after)));
     let victim_cpus = plan
         .victims
         .iter()
@@ -223,7 +254,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     if worse.is_empty() {
         say(&format!(
             "\nkept. To undo: nettop --revert {shown}\nrevert file: {shown}\n"
-        ))?;
+        ));
     } else {
         log::warn!(
             "the plan made things worse ({}): reverting from {shown}",
@@ -234,7 +265,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
             "\nreverted automatically: {}\n  {}\nrevert file: {shown}\n",
             worse.join("; "),
             restored.join("\n  ")
-        ))?;
+        ));
     }
     let reverted = !worse.is_empty();
     if json {
@@ -257,15 +288,27 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     Ok(u8::from(reverted))
 }
 
-/// One frame covering `window` from now.
+/// One frame covering `window` from now; `None` when a stop signal came.
 fn measure_window(
     lf: &mut LiveFrames,
     window: Duration,
     plan: &Plan,
-) -> anyhow::Result<measure::Measure> {
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<Option<measure::Measure>> {
+    use std::sync::atomic::Ordering;
     lf.next_frame()?;
-    std::thread::sleep(window);
-    Ok(measure::Measure::of(&lf.next_frame()?, &plan.victims))
+    let end = std::time::Instant::now() + window;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+    Ok(Some(measure::Measure::of(&lf.next_frame()?, &plan.victims)))
 }
 
 /// `--revert FILE`: 0 restored; refusals and failures exit 2.
