@@ -99,10 +99,24 @@ fn scene(tag: &str, rps: &str) -> Option<(NetnsPair, u32)> {
     Some((pair, pid))
 }
 
+/// Packets the receiving veth has taken so far.
+fn rx_packets(pair: &NetnsPair) -> u64 {
+    let path = format!("/sys/class/net/{}/statistics/rx_packets", pair.veth_rx);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &pair.ns_rx, "cat", &path])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
 /// UDP from the tx namespace to the rx one, both ends on CPU 0 at nice
-/// -10: as `NetnsPair::start_iperf3`, but a nice-0 CPU hog another test
-/// left on this shared VM cannot slow the sender (and with it the RPS
-/// work on CPU 1) to a trickle.
+/// -10 (as `NetnsPair::start_iperf3`, but a nice-0 CPU hog another test
+/// left on this shared VM cannot slow the sender, and with it the RPS work
+/// on CPU 1, to a trickle). Started again until packets really flow: a
+/// client that connected and then failed leaves the one-off server gone.
 fn traffic(pair: &mut NetnsPair) {
     let (rx, tx) = (pair.ns_rx.clone(), pair.ns_tx.clone());
     let nice = ["nice", "-n", "-10", "iperf3"];
@@ -111,7 +125,6 @@ fn traffic(pair: &mut NetnsPair) {
         .copied()
         .chain(["-s", "-1", "-B", ADDR_RX])
         .collect();
-    pair.spawn_in(&rx, Some(0), &server).unwrap();
     let client: Vec<&str> = nice
         .iter()
         .copied()
@@ -119,20 +132,22 @@ fn traffic(pair: &mut NetnsPair) {
             "-c", ADDR_RX, "-t", "120", "-i", "0", "-u", "-b", "0", "-l", "1400",
         ])
         .collect();
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_millis(300));
-        let pid = pair.spawn_in(&tx, Some(0), &client).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        // An unreachable server makes the client exit at once.
-        if Path::new(&format!("/proc/{pid}/stat")).exists()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .unwrap_or_default()
-                .contains(") Z ")
-        {
+    for _ in 0..5 {
+        let s = pair.spawn_in(&rx, Some(0), &server).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let c = pair.spawn_in(&tx, Some(0), &client).unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+        let before = rx_packets(pair);
+        std::thread::sleep(Duration::from_millis(500));
+        if rx_packets(pair).saturating_sub(before) > 1_000 {
             return;
         }
+        for pid in [c, s] {
+            common::run::signal(pid as i32, libc::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(300));
     }
-    panic!("iperf3 client could not connect");
+    panic!("no UDP traffic reached the receiving veth after 5 starts of iperf3");
 }
 
 fn rps_path(pair: &NetnsPair) -> String {
@@ -358,9 +373,9 @@ fn an_apply_interrupted_while_measuring_is_reverted() {
     };
     let original = rps_bytes(&pair);
     let state = tempfile::tempdir().unwrap();
-    let child = nettop()
+    let mut child = nettop()
         .env("NETTOP_CACHE_DIR", common::cache_dir())
-        .args(["--plan", "--apply", "--yes", "--measure", "20s", "--nic"])
+        .args(["--plan", "--apply", "--yes", "--measure", "10s", "--nic"])
         .arg(&pair.veth_rx)
         .arg("--state-dir")
         .arg(state.path())
@@ -369,20 +384,32 @@ fn an_apply_interrupted_while_measuring_is_reverted() {
         .spawn()
         .unwrap();
     let pid = child.id() as i32;
-    // Written once the "before" window is over: interrupt the "after" one.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while String::from_utf8_lossy(&rps_bytes(&pair)).trim() != "0" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the plan was never applied"
-        );
-        std::thread::sleep(Duration::from_millis(200));
+    // "wrote ..." comes right after the write, as the "after" window
+    // starts: interrupt it then. (Polling rps_cpus through `ip netns exec`
+    // was too slow on a loaded VM: the window could end first.)
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        seen.push_str(&line);
+        assert!(n > 0, "nettop ended before writing: {seen}");
+        if line.starts_with("wrote ") {
+            break;
+        }
     }
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(1));
     common::run::signal(pid, libc::SIGINT);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let out = common::run::wait_output(child, Duration::from_secs(60), "interrupted --apply");
     let err = common::run::stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{:?}\nstderr: {err}\nstdout: {seen}{rest}",
+        out.status
+    );
     assert!(
         err.contains("interrupted while measuring: reverted"),
         "{err}"
