@@ -14,6 +14,7 @@ pub mod export;
 pub mod model;
 pub mod output;
 pub mod pinning;
+pub mod plan;
 pub mod record;
 pub mod sample;
 pub mod sys;

@@ -24,6 +24,8 @@ work (NET_RX above all) the kernel ran in its context and charged to it. Interac
     group(ArgGroup::new("counted").args(["batch", "record", "serve"]).multiple(true)),
     group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "sysroot"]).multiple(true)),
     group(ArgGroup::new("metrics_out").args(["serve", "export"]).multiple(true)),
+    group(ArgGroup::new("report").args(["pinning_check", "plan"]).multiple(true)),
+    group(ArgGroup::new("changes").args(["apply", "revert"]).multiple(true)),
 )]
 pub struct Cli {
     /// Batch mode: print text frames like `top -b` instead of the TUI.
@@ -145,10 +147,68 @@ pub struct Cli {
           conflicts_with_all = ["record", "serve", "export", "iterations"])]
     pub pinning_check: bool,
 
-    /// Output format of --pinning-check.
-    #[arg(long = "format", value_enum, default_value_t = Format::Text, requires = "pinning_check",
+    /// Output format of --pinning-check and --plan (sh: --plan only).
+    #[arg(long = "format", value_enum, default_value_t = Format::Text, requires = "report",
           conflicts_with_all = ["batch", "record", "serve", "export"])]
     pub format: Format,
+
+    /// Compute one coherent layout for this host (IRQ affinity, RPS/XPS,
+    /// RSS and flow rules, the kernel command line) from the topology, the
+    /// lint's findings and a 1 s load measurement, print it and exit.
+    #[arg(long = "plan",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch",
+                                "iterations", "replay", "revert"])]
+    pub plan: bool,
+
+    /// With --plan: write the plan's IRQ/RPS/XPS changes after saving a
+    /// revert file, measure before and after, and revert automatically
+    /// when it made things worse.
+    #[arg(long = "apply", requires = "plan",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
+                                "revert"])]
+    pub apply: bool,
+
+    /// With --plan: plan for these devices only (names, or labels as the
+    /// lint prints them: "veth1 (netns blue)"); other devices' IRQs and
+    /// steering are left alone.
+    #[arg(long = "nic", value_name = "DEV,...", value_delimiter = ',', requires = "plan",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
+                                "revert"])]
+    pub nics: Vec<String>,
+
+    /// With --plan --apply: apply this plan, saved with `--plan --format
+    /// json` and reviewed, instead of computing one now.
+    #[arg(long = "plan-file", value_name = "PLAN", requires = "apply",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
+                                "revert"])]
+    pub plan_file: Option<PathBuf>,
+
+    /// Length of each of --apply's before and after measurements (e.g. 10s).
+    #[arg(long = "measure", value_name = "D", requires = "apply", value_parser = parse_measure,
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
+                                "revert"])]
+    pub measure: Option<std::time::Duration>,
+
+    /// Restore what a revert file written by --apply holds, and exit.
+    #[arg(long = "revert", value_name = "FILE",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch",
+                                "iterations", "replay"])]
+    pub revert: Option<PathBuf>,
+
+    /// --apply/--revert without asking (needed when stdin is not a terminal).
+    #[arg(long = "yes", requires = "changes",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay"])]
+    pub yes: bool,
+
+    /// --apply/--revert: print what would be written, write nothing.
+    #[arg(long = "dry-run", requires = "changes",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay"])]
+    pub dry_run: bool,
+
+    /// Where --apply keeps revert files and their key (default /var/lib/nettop).
+    #[arg(long = "state-dir", value_name = "DIR", requires = "changes",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay"])]
+    pub state_dir: Option<PathBuf>,
 
     /// Lowest severity that makes --pinning-check exit 1.
     #[arg(long = "fail-on", value_enum, default_value_t = FailOn::Warning,
@@ -268,6 +328,13 @@ impl Cli {
                     .into(),
             );
         }
+        if self.format == Format::Sh && !self.plan {
+            return Err(
+                "--format sh is a script of --plan's changes: use `nettop --plan \
+                        --format sh`"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
@@ -277,6 +344,8 @@ pub enum Format {
     #[default]
     Text,
     Json,
+    /// A reviewable shell script (--plan only).
+    Sh,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -348,6 +417,15 @@ fn parse_delay(s: &str) -> Result<f64, String> {
         return Err(format!("-d '{s}': at least 50ms"));
     }
     Ok(d.as_secs_f64())
+}
+
+/// `--measure` in the one duration syntax: 1 s to 10 min.
+fn parse_measure(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::sys::units::parse_duration("--measure", s, std::time::Duration::from_secs(600))?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!("--measure '{s}': at least 1s"));
+    }
+    Ok(d)
 }
 
 /// `--begin`/`--end` in the one time syntax.

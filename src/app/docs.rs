@@ -21,18 +21,22 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
          ended after `-n N`, after `--duration`, or on SIGINT or SIGTERM (SIGHUP too, \
          except as a service, where it starts a new recording part); `-b` or `--export` \
          stopped because the reader of its output went away; `--pinning-check` found \
-         nothing at or above `--fail-on`; `--help`, `--version`.",
+         nothing at or above `--fail-on`; `--plan` printed its plan, or `--plan --apply` \
+         kept it; `--revert` restored every file; `--help`, `--version`.",
     ),
     (
         "1",
-        "`--pinning-check` found a problem at or above `--fail-on` (default `warning`).",
+        "`--pinning-check` found a problem at or above `--fail-on` (default `warning`); \
+         `--plan --apply` made things worse and reverted it automatically.",
     ),
     (
         "2",
         "A usage error (an unknown flag, a bad value, flags that do not go together), \
          or nettop could not do its job: no privileges or BTF for BPF, an unreadable or \
          malformed input, no terminal for the TUI, the `--serve` socket failing, output \
-         that could not be written; for `--pinning-check`, the check could not run. \
+         that could not be written; for `--pinning-check`, the check could not run; \
+         for `--revert`, a revert file refused (not written on this host, changed since, \
+         or from before the last boot) or a file that could not be restored. \
          Replay with `-b` and `--export` also exit 2 when they skipped corrupted \
          records, after printing the rest.",
     ),
@@ -152,6 +156,13 @@ pub const FILES: &[(&str, &str)] = &[
         "Metrics only, on 127.0.0.1:9867. It conflicts with nettop-record.service.",
     ),
     (
+        "/var/lib/nettop/",
+        "`--plan --apply`'s revert files (`revert-SECONDS-PID.json`, mode 0600: the \
+         exact previous value of every file it wrote, with an HMAC-SHA256 over them) \
+         and their key `revert.key` (32 random bytes, mode 0600, made on first use); \
+         `--revert` refuses a file this key did not sign. `--state-dir DIR` moves them.",
+    ),
+    (
         "/usr/share/nettop/fleet/",
         "Prometheus recording rules and alerts (`nettop.rules.yml`) and a Grafana \
          dashboard (`nettop.json`) over the metrics.",
@@ -211,6 +222,24 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     (
         "nettop --pinning-check --format json --fail-on error",
         "The same as JSON, exiting 1 only on errors.",
+    ),
+    (
+        "nettop --plan",
+        "One layout for the whole host (IRQs, RPS/XPS, RSS, flow rules, the kernel \
+         command line), one line per change with the findings it resolves.",
+    ),
+    (
+        "nettop --plan --format sh",
+        "The same plan as a shell script to review and run by hand.",
+    ),
+    (
+        "nettop --plan --apply --measure 10s",
+        "Apply it after a revert file is written, measure 10 s before and after, and \
+         revert automatically when it made things worse.",
+    ),
+    (
+        "nettop --revert /var/lib/nettop/revert-1795643396-94928.json",
+        "Restore exactly what that revert file holds.",
     ),
     (
         "nettop --serve",

@@ -15,6 +15,7 @@ pub mod live;
 pub mod logger;
 pub mod options;
 pub mod pinning_check;
+pub mod plan;
 pub mod sampling;
 pub mod service;
 pub mod tui;
@@ -30,6 +31,9 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     }
     if cli.pinning_check {
         return pinning_check::run(cli);
+    }
+    if cli.plan || cli.revert.is_some() {
+        return plan::run(cli);
     }
     if cli.calibrate {
         return calibrate::run(cli);

@@ -91,7 +91,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     let report = pinning::check(&topo, &evidence);
     let out = match cli.format {
         Format::Text => pinning::render_text(&report),
-        Format::Json => pinning::render_json(&report) + "\n",
+        // `--format sh` is refused for the lint by `Cli::check`.
+        Format::Json | Format::Sh => pinning::render_json(&report) + "\n",
     };
     // Not print!: it panics (exit 101) on a closed pipe or a full disk.
     // A report that could not be written is "could not check": exit 2.

@@ -178,6 +178,14 @@ pub fn check(topo: &HostTopology, evidence: &Evidence) -> Report {
     }
 }
 
+/// The threads the lint protects: busy user threads pinned to at most two
+/// CPUs ("busy" as the rules judge it: measured stolen or CPU share, else
+/// narrow pinning taken at face value). The planner keeps interrupts off
+/// their CPUs.
+pub fn data_plane_threads(topo: &HostTopology, evidence: &Evidence) -> Vec<topology::ThreadInfo> {
+    rules::data_plane(topo, evidence)
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }

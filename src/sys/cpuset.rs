@@ -112,6 +112,25 @@ impl CpuSet {
         self.0.intersection(&other.0).next().is_some()
     }
 
+    /// Kernel mask spelling as `rps_cpus` takes it: 32-bit words, most
+    /// significant first, comma-separated ("00000002,00000001"); "0" for
+    /// the empty set (RPS off).
+    pub fn to_mask(&self) -> String {
+        let Some(max) = self.0.iter().last() else {
+            return "0".into();
+        };
+        let words = (max / 32 + 1) as usize;
+        let mut w = vec![0u32; words];
+        for c in &self.0 {
+            w[(c / 32) as usize] |= 1 << (c % 32);
+        }
+        w.iter()
+            .rev()
+            .map(|x| format!("{x:08x}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// Kernel list spelling, ranges compressed: "0-3,8".
     pub fn to_list(&self) -> String {
         let mut out = String::new();

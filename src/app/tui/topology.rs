@@ -79,12 +79,51 @@ pub(super) fn topology_extras(
     evidence: &crate::pinning::Evidence,
 ) -> (Extras, Facts) {
     let report = crate::pinning::check(t, evidence);
+    let mut pin = pinning::lines(&report);
+    pin.extend(plan_lines(t, &report, evidence));
     let extras = Extras {
         devices: Some(devices::device_info(t)),
         topology: Some(topology::lines(t)),
-        pinning: Some(pinning::lines(&report)),
+        pinning: Some(pin),
     };
     (extras, detail::facts(t, &report))
+}
+
+/// The plan of `nettop --plan` for the same topology and evidence, under
+/// the findings: what to change as one layout, and how to apply it with
+/// the before/after check (`--apply` needs a terminal prompt or `--yes`,
+/// so it is not a key here).
+fn plan_lines(
+    t: &crate::topology::HostTopology,
+    report: &crate::pinning::Report,
+    evidence: &crate::pinning::Evidence,
+) -> Vec<(LineKind, String)> {
+    let load = crate::plan::Load {
+        measured: (!evidence.stolen_pct.is_empty())
+            .then(|| "the stolen time this session measured".to_string()),
+        ..Default::default()
+    };
+    let plan = crate::plan::compute(t, report, evidence, &load);
+    let mut v = vec![(LineKind::Normal, String::new())];
+    for (i, l) in crate::plan::render_text(&plan).lines().enumerate() {
+        let kind = if i == 0 {
+            LineKind::Heading
+        } else if l.starts_with("no good layout") {
+            LineKind::Warn
+        } else {
+            LineKind::Normal
+        };
+        v.push((kind, l.to_string()));
+    }
+    if plan.applied().next().is_some() {
+        v.push((
+            LineKind::Note,
+            "apply: nettop --plan --apply (revert file first, before/after measured, \
+             reverted when worse); undo: nettop --revert FILE"
+                .into(),
+        ));
+    }
+    v
 }
 
 /// Sends what one topology gave: the views' extras, then the pane's facts
@@ -173,5 +212,24 @@ mod tests {
             topology_refresh(Duration::from_millis(900)),
             Duration::from_secs(90)
         );
+    }
+
+    #[test]
+    fn the_pinning_view_shows_the_plan_under_the_findings() {
+        let t = crate::topology::load(&crate::topology::LoadOptions::new(
+            crate::sys::sysroot::Sysroot::new("tests/fixtures/machines/four_nic"),
+            None,
+            None,
+        ))
+        .unwrap();
+        let (extras, _) = topology_extras(&t, &Default::default());
+        let lines = extras.pinning.unwrap();
+        let at = |p: &str| lines.iter().position(|(_, l)| l.contains(p));
+        let findings = at("nettop pinning check").unwrap();
+        let plan = at("nettop plan: 8 change(s), 6 written by --apply").unwrap();
+        assert!(findings < plan);
+        assert_eq!(lines[plan].0, LineKind::Heading);
+        assert!(at("/proc/irq/123/smp_affinity_list: 22 -> 19").is_some_and(|i| i > plan));
+        assert!(at("apply: nettop --plan --apply").is_some());
     }
 }

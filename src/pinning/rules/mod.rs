@@ -184,19 +184,7 @@ fn tref(t: &ThreadInfo, ev: &Evidence) -> ThreadRef {
 }
 
 fn hexmask(s: &CpuSet) -> String {
-    let Some(max) = s.iter().last() else {
-        return "0".into();
-    };
-    let words = (max / 32 + 1) as usize;
-    let mut w = vec![0u32; words];
-    for c in s.iter() {
-        w[(c / 32) as usize] |= 1 << (c % 32);
-    }
-    w.iter()
-        .rev()
-        .map(|x| format!("{x:08x}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    s.to_mask()
 }
 
 fn join(v: &[u32]) -> String {
@@ -268,6 +256,13 @@ pub(super) fn run(t: &HostTopology, ev: &Evidence) -> Vec<Finding> {
     steering::nt022_generic_xdp(&cx, &mut out);
     without_empty_lists(&mut out);
     out
+}
+
+/// Busy, narrowly pinned user threads: the data-plane threads every
+/// interrupt-placement rule protects, judged as the rules judge "busy".
+pub(super) fn data_plane(t: &HostTopology, ev: &Evidence) -> Vec<ThreadInfo> {
+    let cx = Ctx::new(t, ev);
+    cx.narrow().filter(|th| cx.busy(th).0).cloned().collect()
 }
 
 /// A fix command with an empty CPU list (`echo  > …/smp_affinity_list`,

@@ -1,0 +1,336 @@
+//! `nettop --plan [--apply [--plan-file PLAN]] [--measure D]` and `nettop --revert FILE`:
+//! the planner wired to the live collector, the revert file and the user.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::app::cli::{Cli, Format};
+use crate::app::live::LiveFrames;
+use crate::app::options;
+use crate::pinning::{self, Evidence};
+use crate::plan::revert::{self, Entry, RevertFile};
+use crate::plan::{self, Load, Plan, apply, measure};
+
+/// The load the planner spreads interrupts by: long enough to see a
+/// pinned thread's share and NET_RX per CPU, short enough for a command.
+const LOAD_WINDOW: Duration = Duration::from_secs(1);
+/// `--measure` when not given.
+pub const DEFAULT_MEASURE: Duration = Duration::from_secs(10);
+
+fn out(text: &str) -> anyhow::Result<()> {
+    // Not print!: it panics on a closed pipe or a full disk.
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())
+        .and_then(|()| o.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))
+}
+
+fn state_dir(cli: &Cli) -> PathBuf {
+    cli.state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(revert::DEFAULT_DIR))
+}
+
+/// `--plan`: 0 printed (or applied and kept), 1 applied and reverted
+/// automatically; errors exit 2.
+pub fn run(cli: &Cli) -> anyhow::Result<u8> {
+    if let Some(file) = &cli.revert {
+        return run_revert(cli, file);
+    }
+    let root = options::sysroot(cli);
+    let applying = cli.apply;
+    if applying && !root.is_live() {
+        bail!("--apply writes this host's IRQ and RPS files: it cannot be used with --sysroot");
+    }
+    let mut topo = crate::topology::load(&options::topology(cli))?;
+    if !cli.nics.is_empty() {
+        only_nics(&mut topo, &cli.nics)?;
+    }
+    let mut ev = Evidence::default();
+    let mut load = Load::default();
+    let mut frames = None;
+    if root.is_live() {
+        // Thread rows: the victims and the busy pinned threads are threads.
+        let mut c = cli.clone();
+        c.threads = true;
+        match LiveFrames::open(&c, false) {
+            Ok(mut lf) => {
+                std::thread::sleep(LOAD_WINDOW);
+                let f = lf.next_frame()?;
+                load = measure::observe(&f, &mut topo, &mut ev);
+                frames = Some(lf);
+            }
+            Err(e) if !applying => {
+                log::warn!("no load measurement ({e:#}): planning from the configuration only");
+            }
+            Err(e) => return Err(e.context("--apply measures before and after with the collector")),
+        }
+    }
+    let report = pinning::check(&topo, &ev);
+    let plan = match &cli.plan_file {
+        Some(p) => plan::load_saved(p)?,
+        None => plan::compute(&topo, &report, &ev, &load),
+    };
+    // --apply --format json prints one report (plan included) at the end.
+    if !(applying && cli.format == Format::Json) {
+        out(&match cli.format {
+            Format::Text => plan::render_text(&plan),
+            Format::Json => plan::render_json(&plan) + "\n",
+            Format::Sh => plan::render_sh(&plan),
+        })?;
+    }
+    match frames {
+        Some(lf) if applying => run_apply(cli, &plan, lf),
+        _ => Ok(0),
+    }
+}
+
+/// `--nic`: the plan for these devices only (a name matches in every
+/// namespace; a label "DEV (netns NS)" in that one); IRQs of other
+/// devices are then left alone.
+fn only_nics(topo: &mut crate::topology::HostTopology, want: &[String]) -> anyhow::Result<()> {
+    for w in want {
+        if !topo.nics.iter().any(|n| &n.name == w || &n.label() == w) {
+            let have: Vec<String> = topo.nics.iter().map(|n| n.label()).collect();
+            bail!("--nic {w}: no such device (devices: {})", have.join(", "));
+        }
+    }
+    topo.nics
+        .retain(|n| want.iter().any(|w| w == &n.name || w == &n.label()));
+    Ok(())
+}
+
+/// Asks on the terminal unless `--yes`; without a terminal, refuses.
+fn confirm(cli: &Cli, what: &str) -> anyhow::Result<()> {
+    if cli.yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("not confirmed ({what}): stdin is not a terminal to ask on; pass --yes");
+    }
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "{what}? [y/N] ");
+    let _ = e.flush();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        bail!("not confirmed: nothing written")
+    }
+}
+
+fn ns_note(ns: &str) -> String {
+    if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" (netns {ns})")
+    }
+}
+
+fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
+    let json = cli.format == Format::Json;
+    // Text progress as it happens; JSON holds it for the report. A closed
+    // stdout must not stop the run half way (the revert below still runs).
+    let say = |s: &str| {
+        if !json {
+            let _ = out(s);
+        }
+    };
+    let mut entries = Vec::new();
+    for c in plan.applied() {
+        apply::validate(c.kind, &c.target, &c.to)?;
+        entries.push(Entry {
+            kind: c.kind,
+            netns: c.netns.clone(),
+            path: c.target.clone(),
+            previous: apply::read(&c.netns, &c.target)?,
+            applied: c.to.clone(),
+        });
+    }
+    let line = |e: &Entry| {
+        format!(
+            "{}{}: {} -> {}",
+            e.path,
+            ns_note(&e.netns),
+            e.previous,
+            e.applied
+        )
+    };
+    if entries.is_empty() {
+        out(if json {
+            "{\"schema\":\"nettop.apply/1\",\"nothing_to_apply\":true}\n"
+        } else {
+            "\nnothing to apply\n"
+        })?;
+        return Ok(0);
+    }
+    if cli.dry_run {
+        let lines: Vec<String> = entries.iter().map(line).collect();
+        out(&if json {
+            serde_json::json!({ "schema": measure::APPLY_SCHEMA, "dry_run": lines }).to_string()
+                + "\n"
+        } else {
+            format!("\ndry run: --apply would write\n  {}\n", lines.join("\n  "))
+        })?;
+        return Ok(0);
+    }
+    confirm(
+        cli,
+        &format!("apply {} change(s) to this host", entries.len()),
+    )?;
+    // From here on SIGINT/SIGTERM/SIGHUP end the run through the revert:
+    // kernel state is restored on every exit path, as the terminal is.
+    let stop = crate::sys::signals::stop_flag()?;
+    let rf = RevertFile::new(entries);
+    let path = revert::write(&state_dir(cli), &rf)?;
+    let shown = path.display().to_string();
+    // Printed at once in both formats: whatever happens next, the way back
+    // is known.
+    if json {
+        log::info!("revert file: {shown}");
+    }
+    say(&format!("\nrevert file: {shown}\n"));
+    let window = cli.measure.unwrap_or(DEFAULT_MEASURE);
+    let Some(before) =
+        measure_window(&mut lf, window, plan, &stop).with_context(|| shown.clone())?
+    else {
+        bail!("interrupted before anything was written; revert file {shown}");
+    };
+    let mut written = Vec::new();
+    for (i, e) in rf.entries.iter().enumerate() {
+        if let Err(err) = apply::write(e.kind, &e.netns, &e.path, &e.applied) {
+            let partial = RevertFile {
+                entries: rf.entries[..i].to_vec(),
+                ..rf.clone()
+            };
+            let (lines, _) = revert::restore(&partial, false);
+            bail!(
+                "applying stopped at {}{}: {err:#}; the {i} change(s) before it were restored \
+                 ({}); revert file {shown}",
+                e.path,
+                ns_note(&e.netns),
+                lines.join("; ")
+            );
+        }
+        say(&format!("wrote {}\n", line(e)));
+        written.push(line(e));
+    }
+    // Whatever stops the run now (a signal, a failed measurement) leaves
+    // the host as it was: kernel state is restored on every exit path.
+    let after = match measure_window(&mut lf, window, plan, &stop) {
+        Ok(Some(a)) => a,
+        other => {
+            let why = match other {
+                Err(e) => format!("measuring after the change failed ({e:#})"),
+                _ => "interrupted while measuring".to_string(),
+            };
+            let (lines, ok) = revert::restore(&rf, false);
+            log::warn!("{why}: reverting from {shown}");
+            bail!(
+                "{why}: {} ({}); revert file {shown}",
+                if ok {
+                    "reverted"
+                } else {
+                    "the revert FAILED for some files"
+                },
+                lines.join("; ")
+            );
+        }
+    };
+    say(&format!("\n{}", measure::render_table(&before, &after)));
+    let victim_cpus = plan
+        .victims
+        .iter()
+        .fold(crate::sys::cpuset::CpuSet::new(), |a, v| {
+            a.union(&v.affinity)
+        });
+    let worse = measure::judge(&before, &after, &victim_cpus);
+    let mut restored = Vec::new();
+    let mut ok = true;
+    if worse.is_empty() {
+        say(&format!(
+            "\nkept. To undo: nettop --revert {shown}\nrevert file: {shown}\n"
+        ));
+    } else {
+        log::warn!(
+            "the plan made things worse ({}): reverting from {shown}",
+            worse.join("; ")
+        );
+        (restored, ok) = revert::restore(&rf, false);
+        say(&format!(
+            "\nreverted automatically: {}\n  {}\nrevert file: {shown}\n",
+            worse.join("; "),
+            restored.join("\n  ")
+        ));
+    }
+    let reverted = !worse.is_empty();
+    if json {
+        let report = measure::ApplyReport {
+            schema: measure::APPLY_SCHEMA.into(),
+            plan: plan.clone(),
+            revert_file: shown.clone(),
+            written,
+            before,
+            after,
+            worse,
+            reverted,
+            restored,
+        };
+        out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    }
+    if !ok {
+        bail!("the automatic revert failed for some files (see above); revert file {shown}");
+    }
+    Ok(u8::from(reverted))
+}
+
+/// One frame covering `window` from now; `None` when a stop signal came.
+fn measure_window(
+    lf: &mut LiveFrames,
+    window: Duration,
+    plan: &Plan,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<Option<measure::Measure>> {
+    use std::sync::atomic::Ordering;
+    lf.next_frame()?;
+    let end = std::time::Instant::now() + window;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+    Ok(Some(measure::Measure::of(&lf.next_frame()?, &plan.victims)))
+}
+
+/// `--revert FILE`: 0 restored; refusals and failures exit 2.
+fn run_revert(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
+    let rf = revert::read(&state_dir(cli), file)?;
+    if cli.dry_run {
+        let (lines, _) = revert::restore(&rf, true);
+        out(&format!("dry run:\n  {}\n", lines.join("\n  ")))?;
+        return Ok(0);
+    }
+    confirm(
+        cli,
+        &format!(
+            "restore {} file(s) from {}",
+            rf.entries.len(),
+            file.display()
+        ),
+    )?;
+    let (lines, ok) = revert::restore(&rf, false);
+    out(&format!("{}\n", lines.join("\n")))?;
+    if !ok {
+        bail!("some files could not be restored (above)");
+    }
+    Ok(0)
+}

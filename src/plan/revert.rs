@@ -1,0 +1,305 @@
+//! The revert file `--apply` writes before touching anything, and that
+//! `--revert` and the automatic revert restore from (format: docs/plan.md).
+//!
+//! It holds the exact previous value of every file the plan writes. As
+//! root restores whatever it names, a file nettop did not write, or one
+//! changed since, must be refused: the body is followed by an HMAC-SHA256
+//! over its exact bytes, keyed with a host-local secret (`revert.key`,
+//! 32 random bytes, mode 0600, in the state directory). Another host's or
+//! another user's file, or an edited one, fails the check. The file is
+//! created as recordings are ([`safefile::create_output`]: new, mode 0600,
+//! no symlink, no device), in a directory only its owner can write.
+
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use super::Kind;
+use crate::sys::safefile;
+
+pub const SCHEMA: &str = "nettop.revert/1";
+/// The default state directory (`--state-dir` replaces it).
+pub const DEFAULT_DIR: &str = "/var/lib/nettop";
+const KEY_FILE: &str = "revert.key";
+const KEY_LEN: usize = 32;
+const TRAILER: &str = "hmac-sha256 ";
+const MAX_LEN: u64 = 4 << 20;
+
+/// One file to restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub kind: Kind,
+    /// Network namespace name; empty for nettop's own.
+    pub netns: String,
+    pub path: String,
+    /// The value read just before the plan wrote it, as the kernel printed it.
+    pub previous: String,
+    /// What the plan wrote.
+    pub applied: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevertFile {
+    pub schema: String,
+    pub created_unix: u64,
+    pub hostname: String,
+    /// `/proc/sys/kernel/random/boot_id`: after a reboot IRQ numbers and
+    /// devices may differ, so such a file is refused.
+    pub boot_id: String,
+    pub entries: Vec<Entry>,
+}
+
+fn read_trim(p: &str) -> String {
+    std::fs::read_to_string(p)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+impl RevertFile {
+    pub fn new(entries: Vec<Entry>) -> RevertFile {
+        RevertFile {
+            schema: SCHEMA.into(),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            hostname: read_trim("/proc/sys/kernel/hostname"),
+            boot_id: read_trim("/proc/sys/kernel/random/boot_id"),
+            entries,
+        }
+    }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The state directory, created 0700 if missing; refused when another
+/// user owns it or others may write into it (they could swap files).
+fn state_dir(dir: &Path, create: bool) -> anyhow::Result<()> {
+    if create && !dir.exists() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot set mode 0700 on {}", dir.display()))?;
+    }
+    let m = std::fs::metadata(dir).with_context(|| format!("state directory {}", dir.display()))?;
+    if !m.is_dir() {
+        bail!("{} is not a directory", dir.display());
+    }
+    if m.uid() != euid() || m.mode() & 0o022 != 0 {
+        bail!(
+            "{}: owned by uid {} with mode {:o}; the state directory must be ours and writable \
+             by us only (chmod 700)",
+            dir.display(),
+            m.uid(),
+            m.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// The host-local key: read, or made once from the kernel's random pool.
+fn key(dir: &Path, create: bool) -> anyhow::Result<Vec<u8>> {
+    let path = dir.join(KEY_FILE);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) => {
+            if !m.file_type().is_file()
+                || m.uid() != euid()
+                || m.mode() & 0o077 != 0
+                || m.len() != KEY_LEN as u64
+            {
+                bail!(
+                    "{}: not a {KEY_LEN}-byte regular file of ours with mode 0600; refusing to \
+                     trust it as the revert key",
+                    path.display()
+                );
+            }
+            safefile::read_input(&path, KEY_LEN as u64)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+            let mut k = vec![0u8; KEY_LEN];
+            // SAFETY: getrandom(2) writes at most `k.len()` bytes into `k`,
+            // which is valid and writable for the call.
+            let n = unsafe { libc::getrandom(k.as_mut_ptr().cast(), k.len(), 0) };
+            if n != KEY_LEN as isize {
+                bail!("getrandom: {}", std::io::Error::last_os_error());
+            }
+            let mut out = safefile::create_output(&path)?;
+            out.file.write_all(&k)?;
+            out.file.sync_all()?;
+            Ok(k)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "{} does not exist: this host has written no revert file in {}",
+            path.display(),
+            dir.display()
+        ),
+        Err(e) => Err(e).with_context(|| format!("{}", path.display())),
+    }
+}
+
+fn mac(key: &[u8], body: &[u8]) -> anyhow::Result<Hmac<Sha256>> {
+    let mut m =
+        Hmac::<Sha256>::new_from_slice(key).map_err(|e| anyhow::anyhow!("hmac key: {e}"))?;
+    m.update(body);
+    Ok(m)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Writes `rf` into `dir` as a new file and returns its path.
+pub fn write(dir: &Path, rf: &RevertFile) -> anyhow::Result<PathBuf> {
+    state_dir(dir, true)?;
+    let k = key(dir, true)?;
+    let mut body = serde_json::to_vec_pretty(rf)?;
+    body.push(b'\n');
+    let tag = hex(&mac(&k, &body)?.finalize().into_bytes());
+    let path = dir.join(format!(
+        "revert-{}-{}.json",
+        rf.created_unix,
+        std::process::id()
+    ));
+    let mut out = safefile::create_output(&path)?;
+    out.file.write_all(&body)?;
+    out.file.write_all(format!("{TRAILER}{tag}\n").as_bytes())?;
+    out.file
+        .sync_all()
+        .with_context(|| format!("cannot sync {}", path.display()))?;
+    Ok(path)
+}
+
+/// Reads a revert file, refusing one this host's key did not sign, one
+/// changed since, one from before the last boot, or one naming a file
+/// nettop never writes.
+pub fn read(dir: &Path, path: &Path) -> anyhow::Result<RevertFile> {
+    let shown = path.display();
+    let bytes = safefile::read_input(path, MAX_LEN)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| anyhow::anyhow!("{shown}: not a nettop revert file (not UTF-8)"))?;
+    let cut = text.trim_end_matches('\n').rfind('\n').map_or(0, |i| i + 1);
+    let (body, last) = text.split_at(cut);
+    let Some(tag) = last.trim_end().strip_prefix(TRAILER).and_then(unhex) else {
+        bail!("{shown}: not a nettop revert file (no {TRAILER}line at the end)");
+    };
+    state_dir(dir, false)?;
+    let k = key(dir, false)?;
+    mac(&k, body.as_bytes())?.verify_slice(&tag).map_err(|_| {
+        anyhow::anyhow!(
+            "{shown}: refused: its checksum does not match this host's key ({}): nettop did not \
+             write it here, or it was changed since",
+            dir.join(KEY_FILE).display()
+        )
+    })?;
+    let rf: RevertFile = serde_json::from_str(body)
+        .map_err(|e| anyhow::anyhow!("{shown}: signed but unreadable: {e}"))?;
+    if rf.schema != SCHEMA {
+        bail!(
+            "{shown}: schema {:?}, this nettop reads {SCHEMA}",
+            rf.schema
+        );
+    }
+    let boot = read_trim("/proc/sys/kernel/random/boot_id");
+    if !boot.is_empty() && rf.boot_id != boot {
+        bail!(
+            "{shown}: written before the last reboot (boot id {}); IRQ numbers and devices may \
+             differ now, so it is not restored",
+            rf.boot_id
+        );
+    }
+    for e in &rf.entries {
+        super::apply::validate(e.kind, &e.path, &e.previous).with_context(|| format!("{shown}"))?;
+    }
+    Ok(rf)
+}
+
+/// Restores every entry, last written first; returns one line per entry
+/// (what was restored, or why it could not be).
+pub fn restore(rf: &RevertFile, dry_run: bool) -> (Vec<String>, bool) {
+    let mut lines = Vec::new();
+    let mut ok = true;
+    for e in rf.entries.iter().rev() {
+        let ns = if e.netns.is_empty() {
+            String::new()
+        } else {
+            format!(" (netns {})", e.netns)
+        };
+        if dry_run {
+            lines.push(format!("would write {}{ns}: {}", e.path, e.previous));
+            continue;
+        }
+        match super::apply::write(e.kind, &e.netns, &e.path, &e.previous) {
+            Ok(()) => lines.push(format!("restored {}{ns}: {}", e.path, e.previous)),
+            Err(err) => {
+                ok = false;
+                lines.push(format!("FAILED {}{ns}: {err:#}", e.path));
+            }
+        }
+    }
+    (lines, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RevertFile {
+        let mut rf = RevertFile::new(vec![Entry {
+            kind: Kind::Rps,
+            netns: "blue".into(),
+            path: "/sys/class/net/veth1/queues/rx-0/rps_cpus".into(),
+            previous: "2".into(),
+            applied: "0".into(),
+        }]);
+        rf.created_unix = 1;
+        rf
+    }
+
+    #[test]
+    fn round_trip_and_refusals() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("state");
+        let p = write(&dir, &sample()).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(read(&dir, &p).unwrap(), sample());
+
+        // One changed byte in the body.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let tampered = d.path().join("t.json");
+        std::fs::write(&tampered, text.replace("\"2\"", "\"3\"")).unwrap();
+        let e = read(&dir, &tampered).unwrap_err().to_string();
+        assert!(e.contains("does not match this host's key"), "{e}");
+
+        // Signed with another key (another host, or someone's own file).
+        let other = d.path().join("other");
+        let p2 = write(&other, &sample()).unwrap();
+        assert!(read(&dir, &p2).is_err());
+
+        // No trailer at all.
+        let bare = d.path().join("bare.json");
+        std::fs::write(&bare, serde_json::to_string(&sample()).unwrap()).unwrap();
+        assert!(
+            read(&dir, &bare)
+                .unwrap_err()
+                .to_string()
+                .contains("not a nettop revert")
+        );
+    }
+}
