@@ -24,6 +24,7 @@ pub mod census;
 pub mod placement;
 pub mod rps;
 pub mod spin;
+pub mod tlb;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -73,6 +74,9 @@ impl Default for Options {
 const MIN_IPI_SAMPLES: u64 = 200;
 /// Fewer clean single-tick gaps than this: the timer takes the IPI's cost.
 const MIN_TIMER_SAMPLES: u64 = 10;
+/// Fewer clean gaps of an induced IPI kind (TLB shootdown, reschedule)
+/// than this: the class takes the IPI's cost.
+const MIN_INDUCED_SAMPLES: u64 = 100;
 /// A marginal/single-gap ratio outside this is no overlap effect but a
 /// change of the host's state between the windows of a pair.
 const MARGINAL_RATIO: std::ops::RangeInclusive<f64> = 0.5..=1.5;
@@ -207,6 +211,23 @@ pub fn table(
     } else {
         same_as_ipi.clone()
     };
+    let mut notes = Vec::new();
+    // Induced IPI kinds with costs of their own: too few clean gaps (not
+    // induced here, or the CPU too busy) and the class is charged as an IPI,
+    // said in a note.
+    let mut induced = |k: usize, what: &str| {
+        let n = c.single[k].samples;
+        if n >= MIN_INDUCED_SAMPLES {
+            class_cost(&c.single[k], &of_class(k))
+        } else {
+            notes.push(format!(
+                "{what}: {n} clean gaps (need {MIN_INDUCED_SAMPLES}), charged as an IPI"
+            ));
+            same_as_ipi.clone()
+        }
+    };
+    let tlb = induced(4, "TLB shootdowns");
+    let resched = induced(5, "reschedule IPIs");
     // A softirq in an IPI's tail: what the IPI with it hid beyond the IPI
     // alone, window by window.
     let with_si = &c.with_softirq[2];
@@ -239,7 +260,6 @@ pub fn table(
         Basis::NotMeasured => 0.0,
         _ => softirq.hidden_ns,
     };
-    let mut notes = Vec::new();
     let marginal = census::marginal_ratio(
         windows,
         [
@@ -247,6 +267,8 @@ pub fn table(
             timer.hidden_ns,
             ipi_cost.hidden_ns,
             ipi_cost.hidden_ns,
+            tlb.hidden_ns,
+            resched.hidden_ns,
         ],
         softirq_hidden,
     );
@@ -267,11 +289,13 @@ pub fn table(
         k.hidden_ns *= ratio;
         k
     };
-    let (ipi_cost, same_as_ipi, timer, softirq) = (
+    let (ipi_cost, same_as_ipi, timer, softirq, tlb, resched) = (
         scaled(ipi_cost),
         scaled(same_as_ipi),
         scaled(timer),
         scaled(softirq),
+        scaled(tlb),
+        scaled(resched),
     );
     let wall_ns: u64 = windows.iter().map(|w| w.wall_ns).sum();
     let wall_s = wall_ns as f64 / 1e9;
@@ -313,6 +337,8 @@ pub fn table(
         timer,
         ipi: ipi_cost,
         other: same_as_ipi,
+        tlb,
+        resched,
         softirq,
         runtime_share,
         untraced_gaps_per_s: if wall_s > 0.0 {
@@ -347,6 +373,9 @@ pub fn measure(
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
+    }
+    if let Some(e) = m.sent.tlb_error {
+        c.notes.push(format!("TLB shootdowns not induced: {e}"));
     }
     c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(c)
@@ -429,9 +458,9 @@ mod tests {
             intr,
             softirqs: 0,
         };
-        gaps.extend((0..ipis).map(|_| g(3_500, 500, [0, 0, 1, 0])));
-        gaps.extend((0..ticks).map(|_| g(20_000, 15_000, [0, 1, 0, 0])));
-        gaps.extend((0..10).map(|_| g(10_000, 0, [0; 4])));
+        gaps.extend((0..ipis).map(|_| g(3_500, 500, [0, 0, 1, 0, 0, 0])));
+        gaps.extend((0..ticks).map(|_| g(20_000, 15_000, [0, 1, 0, 0, 0, 0])));
+        gaps.extend((0..10).map(|_| g(10_000, 0, [0; 6])));
         Window {
             cpu: 1,
             wall_ns: 100_000_000,
@@ -506,7 +535,7 @@ mod tests {
                 at_ns: 0,
                 len_ns: 6_000,
                 traced_ns: 2_600,
-                intr: [0, 0, 1, 0],
+                intr: [0, 0, 1, 0, 0, 0],
                 softirqs: 1,
             }));
         }
@@ -574,6 +603,41 @@ mod tests {
         .expect("table");
         assert_eq!(c.marginal_ratio, 1.0);
         assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
+    }
+
+    /// TLB shootdowns (5 µs gaps, 1 µs traced) get a cost of their own;
+    /// reschedule IPIs, not induced, take the IPI's and a note says why.
+    #[test]
+    fn induced_ipi_kinds_get_their_own_cost() {
+        let mut w = window(300, 25, 0);
+        w.gaps.extend((0..150).map(|_| Gap {
+            at_ns: 0,
+            len_ns: 5_000,
+            traced_ns: 1_000,
+            intr: [0, 0, 0, 0, 1, 0],
+            softirqs: 0,
+        }));
+        let c = table(&[w], CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        assert_eq!((c.tlb.basis, c.tlb.samples), (Basis::Measured, 150));
+        assert!((c.tlb.hidden_ns - 4_000.0).abs() < 1e-9, "{:?}", c.tlb);
+        assert!(
+            (c.ipi.hidden_ns - 3_000.0).abs() < 1e-9,
+            "TLB gaps stay out"
+        );
+        assert_eq!(c.resched.basis, Basis::SameAsIpi);
+        assert!((c.resched.hidden_ns - 3_000.0).abs() < 1e-9);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.starts_with("reschedule IPIs: 0 clean gaps")),
+            "{:?}",
+            c.notes
+        );
+        assert!(
+            !c.notes.iter().any(|n| n.starts_with("TLB")),
+            "{:?}",
+            c.notes
+        );
     }
 
     #[test]

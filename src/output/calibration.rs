@@ -43,8 +43,18 @@ pub fn render_table(c: &Calibration) -> String {
                 ns(k.traced_ns),
                 "measured: gaps holding exactly one",
             ),
-            (_, Basis::SameAsIpi) => ("-".into(), "-".into(), "same as ipi (not inducible)"),
-            (_, Basis::NotMeasured) => ("-".into(), "-".into(), "not measured: charged as 0"),
+            ("device" | "other", Basis::SameAsIpi) => {
+                ("-".into(), "-".into(), "same as ipi (not inducible)")
+            }
+            (_, Basis::SameAsIpi) => (
+                "-".into(),
+                "-".into(),
+                "same as ipi (too few clean gaps, see the notes)",
+            ),
+            ("softirq", Basis::NotMeasured) => {
+                ("-".into(), "-".into(), "not measured: charged as 0")
+            }
+            (_, Basis::NotMeasured) => ("-".into(), "-".into(), "not measured: charged as ipi"),
         };
         let _ = writeln!(
             out,

@@ -178,6 +178,9 @@ enum Load<'a> {
     Rps(&'a mut NetnsPair, &'static str),
     /// The victim's own IPI sender thread on the traffic CPU.
     Ipi,
+    /// The same thread shooting down TLB entries (mprotect of a page of
+    /// the victim's own address space).
+    Tlb,
 }
 
 /// `env` is given to nettop: the /proc-path run sets NETTOP_NO_TASK_SAMPLER.
@@ -199,6 +202,10 @@ fn run_scenario(
         }
         Load::Ipi => format!(
             ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={}",
+            CALIBRATE.as_millis()
+        ),
+        Load::Tlb => format!(
+            ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={},tlb=1",
             CALIBRATE.as_millis()
         ),
     };
@@ -575,6 +582,21 @@ fn nettop_sees_stolen_time() {
             return;
         }
     }
+}
+
+/// TLB shootdowns: call-function IPIs whose handler flushes the victim's
+/// TLB, which it then refills; no softirq, nearly all of it hidden, each
+/// dearer than a plain IPI.
+#[test]
+fn nettop_sees_tlb_shootdown_cost() {
+    const TEST: &str = "accuracy::nettop_sees_tlb_shootdown_cost";
+    let Some((_lock, cache)) = prepare(TEST, false) else {
+        return;
+    };
+    let label = "TLB shootdowns from CPU 0";
+    attempt(TEST, label, check_ipi, || {
+        run_scenario(Load::Tlb, label, cache.path(), &[])
+    });
 }
 
 #[test]

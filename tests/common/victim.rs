@@ -45,6 +45,11 @@ pub struct Options {
     pub ipi_cpu: Option<usize>,
     pub ipi_period_ns: u64,
     pub ipi_after_ms: u64,
+    /// The sender shoots TLB entries down instead: it makes one page of the
+    /// shared address space read-only and writable again, one TLB-shootdown
+    /// IPI (call-function vector, `flush_tlb_func`) to the spinner's CPU
+    /// each time, as a sibling thread changing mappings does.
+    pub tlb: bool,
 }
 
 impl Default for Options {
@@ -58,6 +63,7 @@ impl Default for Options {
             ipi_cpu: None,
             ipi_period_ns: 20_000,
             ipi_after_ms: 0,
+            tlb: false,
         }
     }
 }
@@ -84,6 +90,7 @@ impl Options {
                 "ipi_cpu" => o.ipi_cpu = Some(n as usize),
                 "ipi_period_ns" => o.ipi_period_ns = n.max(1),
                 "ipi_after_ms" => o.ipi_after_ms = n,
+                "tlb" => o.tlb = n != 0,
                 _ => return Err(format!("unknown victim option '{k}'")),
             }
         }
@@ -180,6 +187,52 @@ fn membarrier(cmd: libc::c_int) -> io::Result<()> {
 const MB_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MB_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
+/// One page of the process's address space, present, whose protection the
+/// TLB sender lowers (a shootdown to every other CPU running the process)
+/// and restores (no flush needed for a more permissive entry).
+struct Page(*mut libc::c_void);
+
+impl Page {
+    const LEN: usize = 4096;
+
+    fn new() -> io::Result<Page> {
+        // SAFETY: a fresh anonymous private mapping; nothing else is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `p` is a writable mapping of LEN bytes: make it present.
+        unsafe { std::ptr::write_volatile(p.cast::<u8>(), 1) };
+        Ok(Page(p))
+    }
+
+    fn shoot(&self) -> io::Result<()> {
+        for prot in [libc::PROT_READ, libc::PROT_READ | libc::PROT_WRITE] {
+            // SAFETY: our own mapping; no Rust reference points into it.
+            if unsafe { libc::mprotect(self.0, Self::LEN, prot) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.0, Self::LEN) };
+    }
+}
+
 /// The pure-IPI sender (see [`Options::ipi_cpu`]): paced by spinning on the
 /// clock, since a sleep would be far coarser than the period.
 fn send_ipis(opts: &Options, cpu: usize, stop: &AtomicBool) -> io::Result<u64> {
@@ -195,10 +248,14 @@ fn send_ipis(opts: &Options, cpu: usize, stop: &AtomicBool) -> io::Result<u64> {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let period = std::time::Duration::from_nanos(opts.ipi_period_ns);
+    let page = if opts.tlb { Some(Page::new()?) } else { None };
     let mut next = Instant::now();
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
-        membarrier(MB_PRIVATE_EXPEDITED)?;
+        match &page {
+            Some(p) => p.shoot()?,
+            None => membarrier(MB_PRIVATE_EXPEDITED)?,
+        }
         n += 1;
         next += period;
         while Instant::now() < next {
