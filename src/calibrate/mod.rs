@@ -22,6 +22,7 @@
 pub mod cache;
 pub mod census;
 pub mod placement;
+pub mod resched;
 pub mod rps;
 pub mod spin;
 pub mod tlb;
@@ -135,7 +136,7 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
         let (sent, send_ns) = sent?;
         Ok(Measured {
             windows,
-            cpu_ns: spin_ns + send_ns + sent.receiver_cpu_ns,
+            cpu_ns: spin_ns + send_ns + sent.receiver_cpu_ns + sent.woken.cpu_ns,
             sent,
         })
     })
@@ -173,11 +174,15 @@ fn class_cost(pooled: &census::Estimate, per_window: &[&census::Estimate]) -> Cl
 }
 
 /// Builds the table from the windows' gaps (pure; see the module docs).
+/// `woken_ns` is the run time of the thread each reschedule IPI woke on
+/// the spinner's CPU ([`resched`]): that thread's own time, in the gap
+/// but not the interruption's cost.
 pub fn table(
     windows: &[Window],
     key: CalibrationKey,
     regime: Regime,
     place: &Placement,
+    woken_ns: f64,
 ) -> Result<Calibration> {
     let c: Census = census::census(windows.iter().flat_map(|w| w.gaps.iter()));
     // Per-window estimates of induced classes come from the windows the
@@ -227,7 +232,10 @@ pub fn table(
         }
     };
     let tlb = induced(4, "TLB shootdowns");
-    let resched = induced(5, "reschedule IPIs");
+    let mut resched = induced(5, "reschedule IPIs");
+    if resched.basis == Basis::Measured {
+        resched.hidden_ns = (resched.hidden_ns - woken_ns).max(0.0);
+    }
     // A softirq in an IPI's tail: what the IPI with it hid beyond the IPI
     // alone, window by window.
     let with_si = &c.with_softirq[2];
@@ -268,7 +276,8 @@ pub fn table(
             ipi_cost.hidden_ns,
             ipi_cost.hidden_ns,
             tlb.hidden_ns,
-            resched.hidden_ns,
+            // The woken thread's run is in the induced windows' loss too.
+            resched.hidden_ns + woken_ns,
         ],
         softirq_hidden,
     );
@@ -354,6 +363,7 @@ pub fn table(
         gaps: c.gaps,
         ctx_switches: windows.iter().map(|w| w.ctx_switches).sum(),
         marginal_ratio: ratio,
+        resched_woken_ns: woken_ns,
         notes,
     })
 }
@@ -369,13 +379,22 @@ pub fn measure(
     let t0 = Instant::now();
     let place = placement::choose(root)?;
     let m = run_windows(bpf, &place, opts)?;
-    let mut c = table(&m.windows, key, regime, &place)?;
+    let woken = m.sent.woken;
+    let woken_ns = if woken.wakes > 0 {
+        woken.cpu_ns as f64 / woken.wakes as f64
+    } else {
+        0.0
+    };
+    let mut c = table(&m.windows, key, regime, &place, woken_ns)?;
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
     }
     if let Some(e) = m.sent.tlb_error {
         c.notes.push(format!("TLB shootdowns not induced: {e}"));
+    }
+    if let Some(e) = m.sent.resched_error {
+        c.notes.push(format!("reschedule IPIs not induced: {e}"));
     }
     c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(c)
@@ -476,7 +495,14 @@ mod tests {
     #[test]
     fn table_from_gaps() {
         let w = vec![window(300, 25, 100_000_000)];
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        let c = table(
+            &w,
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            0.0,
+        )
+        .expect("table");
         assert_eq!((c.cpu, c.sender_cpu), (1, 0));
         assert_eq!((c.ipi.basis, c.ipi.samples), (Basis::Measured, 300));
         assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
@@ -496,6 +522,7 @@ mod tests {
             CalibrationKey::default(),
             Regime::TickBased,
             &place(),
+            0.0,
         )
         .expect("table");
         assert_eq!(c.timer.basis, Basis::SameAsIpi);
@@ -515,7 +542,14 @@ mod tests {
                 g.len_ns = 3_050 + (i as u64 % 10) * 100 + extra;
             }
         }
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        let c = table(
+            &w,
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            0.0,
+        )
+        .expect("table");
         assert!(
             (c.ipi.hidden_ns - 3_000.0).abs() < 1e-9,
             "{}",
@@ -539,7 +573,14 @@ mod tests {
                 softirqs: 1,
             }));
         }
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        let c = table(
+            &w,
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            0.0,
+        )
+        .expect("table");
         assert_eq!(c.softirq.basis, Basis::Measured);
         assert!(
             (c.softirq.hidden_ns - 400.0).abs() < 1e-9,
@@ -562,6 +603,7 @@ mod tests {
             CalibrationKey::default(),
             Regime::TickBased,
             &place(),
+            0.0,
         )
         .expect("table");
         assert_eq!(c.softirq.basis, Basis::NotMeasured);
@@ -582,7 +624,14 @@ mod tests {
             w
         };
         let w = vec![window(300, 25, 0), quiet(), window(300, 25, 0), quiet()];
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        let c = table(
+            &w,
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            0.0,
+        )
+        .expect("table");
         let r = 8.0 / 9.0;
         assert!((c.marginal_ratio - r).abs() < 1e-9, "{}", c.marginal_ratio);
         assert!((c.ipi.hidden_ns - 3_000.0 * r).abs() < 1e-6, "{:?}", c.ipi);
@@ -599,6 +648,7 @@ mod tests {
             CalibrationKey::default(),
             Regime::TickBased,
             &place(),
+            0.0,
         )
         .expect("table");
         assert_eq!(c.marginal_ratio, 1.0);
@@ -617,7 +667,14 @@ mod tests {
             intr: [0, 0, 0, 0, 1, 0],
             softirqs: 0,
         }));
-        let c = table(&[w], CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
+        let c = table(
+            &[w.clone()],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            0.0,
+        )
+        .expect("table");
         assert_eq!((c.tlb.basis, c.tlb.samples), (Basis::Measured, 150));
         assert!((c.tlb.hidden_ns - 4_000.0).abs() < 1e-9, "{:?}", c.tlb);
         assert!(
@@ -638,6 +695,31 @@ mod tests {
             "{:?}",
             c.notes
         );
+
+        // Wake-ups: 20 µs gaps, 0.5 traced, 12 µs of them the woken
+        // thread's own run: 7.5 µs is the reschedule's.
+        w.gaps.extend((0..120).map(|_| Gap {
+            at_ns: 0,
+            len_ns: 20_000,
+            traced_ns: 500,
+            intr: [0, 0, 0, 0, 0, 1],
+            softirqs: 0,
+        }));
+        let c = table(
+            &[w],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            12_000.0,
+        )
+        .expect("table");
+        assert_eq!((c.resched.basis, c.resched.samples), (Basis::Measured, 120));
+        assert!(
+            (c.resched.hidden_ns - 7_500.0).abs() < 1e-9,
+            "{:?}",
+            c.resched
+        );
+        assert_eq!(c.resched_woken_ns, 12_000.0);
     }
 
     #[test]
@@ -647,6 +729,7 @@ mod tests {
             CalibrationKey::default(),
             Regime::TickBased,
             &place(),
+            0.0,
         )
         .expect_err("50 IPIs");
         assert!(format!("{e:#}").contains("only 50 clean IPI gaps"));
@@ -664,6 +747,7 @@ mod tests {
             CalibrationKey::default(),
             Regime::IrqTimeAccounting,
             &place(),
+            0.0,
         )
         .expect("table");
         assert!((c.runtime_share - 0.5).abs() < 1e-9, "{}", c.runtime_share);

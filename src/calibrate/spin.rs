@@ -205,6 +205,11 @@ pub struct Sent {
     pub tlb: u64,
     /// Why there were no TLB shootdowns.
     pub tlb_error: Option<String>,
+    /// Wake-ups of a thread sleeping on the spinner's CPU
+    /// ([`super::resched`]), when set up, and what that thread did.
+    pub resched: u64,
+    pub resched_error: Option<String>,
+    pub woken: super::resched::Woken,
     /// Why there were no RPS datagrams.
     pub rps_error: Option<String>,
     /// CPU time of the loopback receiver thread, ns.
@@ -277,6 +282,7 @@ enum Kind {
     Ipi,
     Rps,
     Tlb,
+    Resched,
 }
 
 /// Sends IPIs inside the windows of `sched` until `stop`, from the calling
@@ -287,8 +293,9 @@ enum Kind {
 /// to the spinner's CPU, the vector RPS uses. Turns rotate: a membarrier,
 /// then (with `rps_to`) a loopback RPS datagram, which reaches that CPU as
 /// the same IPI with a NET_RX softirq in its tail ([`super::rps`]), then a
-/// TLB shootdown ([`super::tlb`]); what cannot be set up is left out and
-/// the reason returned.
+/// TLB shootdown ([`super::tlb`]), then (with `rps_to`) a wake-up of a
+/// thread sleeping on that CPU, a reschedule IPI ([`super::resched`]); what
+/// cannot be set up is left out and the reason returned.
 pub fn send_ipis(
     stop: &AtomicBool,
     sched: &Schedule,
@@ -311,12 +318,21 @@ pub fn send_ipis(
             None
         }
     };
+    let mut waker = match rps_to.map(super::resched::Waker::new) {
+        Some(Ok(w)) => Some(w),
+        Some(Err(e)) => {
+            sent.resched_error = Some(format!("{e:#}"));
+            None
+        }
+        None => None,
+    };
     // One turn each, in this order: a pure IPI, an RPS datagram, a TLB
-    // shootdown (those that could be set up).
+    // shootdown, a wake-up (those that could be set up).
     let kinds: Vec<Kind> = [
         Some(Kind::Ipi),
         rps.as_ref().map(|_| Kind::Rps),
         tlb.as_ref().map(|_| Kind::Tlb),
+        waker.as_ref().map(|_| Kind::Resched),
     ]
     .into_iter()
     .flatten()
@@ -335,14 +351,18 @@ pub fn send_ipis(
             if stop.load(Ordering::Relaxed) {
                 break 'windows;
             }
-            match (kinds[turn % kinds.len()], &rps, &tlb) {
-                (Kind::Rps, Some(r), _) => {
+            match (kinds[turn % kinds.len()], &rps, &tlb, &waker) {
+                (Kind::Rps, Some(r), _, _) => {
                     r.kick()?;
                     sent.rps += 1;
                 }
-                (Kind::Tlb, _, Some(t)) => {
+                (Kind::Tlb, _, Some(t), _) => {
                     t.shoot()?;
                     sent.tlb += 1;
+                }
+                (Kind::Resched, _, _, Some(w)) => {
+                    w.kick()?;
+                    sent.resched += 1;
                 }
                 _ => {
                     membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
@@ -357,6 +377,9 @@ pub fn send_ipis(
     }
     if let Some(r) = rps {
         sent.receiver_cpu_ns = r.finish();
+    }
+    if let Some(w) = waker.as_mut() {
+        sent.woken = w.finish();
     }
     if sent.ipis == 0 {
         bail!("the IPI sender never ran");

@@ -72,6 +72,13 @@ pub fn render_table(c: &Calibration) -> String {
         "hidden = the single-gap cost × {:.2}, what the induced windows lost beyond the quiet ones.",
         c.marginal_ratio
     );
+    if c.resched.basis == Basis::Measured {
+        let _ = writeln!(
+            out,
+            "resched = the gap less the woken thread's own run ({} ns per wake-up, its time, not the IPI's).",
+            ns(c.resched_woken_ns)
+        );
+    }
     let _ = writeln!(
         out,
         "Share of the hidden cost left in the task's runtime: {:.2}{}",

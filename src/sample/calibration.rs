@@ -119,6 +119,11 @@ pub struct Calibration {
     /// marginal_ratio`); 1 in tables from before it was measured.
     #[serde(default = "one")]
     pub marginal_ratio: f64,
+    /// Run time of the thread each induced reschedule IPI woke on the
+    /// spinner's CPU, ns per wake-up: taken out of the reschedule gaps (it
+    /// is that thread's own time), shown for the record.
+    #[serde(default)]
+    pub resched_woken_ns: f64,
     /// What could not be measured, and why.
     #[serde(default)]
     pub notes: Vec<String>,
