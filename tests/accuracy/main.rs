@@ -647,32 +647,37 @@ fn nettop_sees_tlb_shootdown_cost() {
 
 /// Reschedule IPIs: a thread of the victim's process on CPU 0 wakes one
 /// that sleeps on the victim's CPU; each wake-up preempts the victim. The
-/// victim measures only its gaps.
+/// victim measures only its gaps. On this kernel the woken thread is
+/// billed from its wake-up on the other CPU (the target's run-queue clock
+/// update is skipped at the switch), so the IPI and the switch are in its
+/// run time, not the victim's: the victim's ONCPU% is already close to its
+/// share and there is no loss on CPU to explain. TRUE% must still be within
+/// the bound, which it is not when each wake-up is charged an IPI's cost.
 fn check_wake(o: &Outcome) -> Result<(), String> {
     let a = &o.avg;
-    if a.softirq_stolen >= 1.0 || a.sysvec <= 0.1 || o.other_pct < 1.0 {
+    if a.softirq_stolen >= 1.0 || a.sysvec <= 0.1 || o.other_pct < 2.0 {
         return Err(format!(
             "{}: expected wake-ups without softirq: sysvec {:.1} %, softirq {:.1} %, woken thread {:.1} %",
             o.label, a.sysvec, a.softirq_stolen, o.other_pct
         ));
     }
-    if o.interrupt_loss_pct() < 3.0 {
+    if (a.true_ - o.share_pct).abs() > MAX_TRUE_ERROR {
         return Err(format!(
-            "{}: the wake-ups cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
+            "{}: TRUE% {:.1} is {:+.1} points from the victim's measured share {:.1} % (bound ±{MAX_TRUE_ERROR})",
             o.label,
-            o.interrupt_loss_pct()
+            a.true_,
+            a.true_ - o.share_pct,
+            o.share_pct
         ));
     }
-    check_loaded(o)
+    Ok(())
 }
 
-/// Not in the default suite: on this kernel the woken thread is billed
-/// from its wake-up on the other CPU (the run-queue clock update is
-/// skipped at the switch), so the victim's own run time (ONCPU%) is already
-/// ~2 µs per wake-up short of what it ran, and a cost per interruption
-/// that can only be subtracted cannot give it back (BENCHMARKS.md).
+/// Not in the default suite: measured on this VM only while it was shared
+/// (BENCHMARKS.md), and the calibration's reschedule class falls back to
+/// the IPI's cost when another task keeps the spinner's CPU busy.
 #[test]
-#[ignore = "the kernel bills the victim's time to the woken thread: see BENCHMARKS.md"]
+#[ignore = "not yet shown reliable on a shared VM: see BENCHMARKS.md"]
 fn nettop_sees_reschedule_ipi_cost() {
     const TEST: &str = "accuracy::nettop_sees_reschedule_ipi_cost";
     let Some((_lock, cache)) = prepare(TEST, false) else {

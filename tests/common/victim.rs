@@ -253,16 +253,13 @@ fn send_ipis(
     wake: Option<libc::c_int>,
 ) -> io::Result<u64> {
     pin_to_cpu(cpu)?;
-    // The spinner's raised priority is inherited: drop it, so the sender
-    // shares its CPU fairly (nettop itself runs there). Not for TLB
-    // shootdowns and wake-ups: the scheduler splits the process's cgroup
-    // weight between CPUs by its threads' weights, so next to a nice -20
-    // spinner a nice-0 sender gets ~1 % of the group's weight on its CPU,
-    // and on a busy host it then ran ~300 TLB shootdowns/s instead of
-    // 10,000 (a sender that waits for every IPI's answer needs its CPU).
-    if !(opts.tlb || opts.wake) {
-        set_nice(0)?;
-    }
+    // The spinner's raised priority is inherited, and kept: the scheduler
+    // splits the process's (auto)group weight between CPUs by its threads'
+    // weights, so next to a nice -20 spinner a nice-0 sender gets ~1 % of
+    // the group's weight on its CPU. On a busy host it then sent ~300 TLB
+    // shootdowns or ~1,000 membarriers/s instead of 50,000 (a sender that
+    // waits for every IPI's answer needs its CPU); nettop, on the same CPU,
+    // still gets its frames out between them.
     let start = Instant::now();
     while start.elapsed().as_millis() < u128::from(opts.ipi_after_ms) {
         if stop.load(Ordering::Relaxed) {
