@@ -72,9 +72,9 @@ fn make_fifo() -> io::Result<()> {
 }
 
 impl Waker {
-    /// Starts the sleeper on `cpu`; an error says why there can be none
-    /// (no CAP_SYS_NICE, CPU not allowed).
-    pub fn new(cpu: u32) -> Result<Waker> {
+    /// Starts the sleeper on `cpu`, pinned there by `pin`; an error says
+    /// why there can be none (no CAP_SYS_NICE, CPU not allowed).
+    pub fn new(cpu: u32, pin: fn(u32) -> io::Result<()>) -> Result<Waker> {
         // SAFETY: eventfd(2) with valid flags; a non-negative result is a
         // new descriptor nobody else owns.
         let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
@@ -90,7 +90,7 @@ impl Waker {
             std::thread::Builder::new()
                 .name("nettop-woken".into())
                 .spawn(move || {
-                    let setup = super::spin::pin_to_cpu(cpu)
+                    let setup = pin(cpu)
                         .map_err(|e| format!("pinning to CPU {cpu}: {e}"))
                         .and_then(|()| {
                             make_fifo().map_err(|e| format!("SCHED_FIFO (CAP_SYS_NICE?): {e}"))

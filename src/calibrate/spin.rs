@@ -290,12 +290,12 @@ enum Kind {
 /// [`spin_until`]). An expedited private membarrier interrupts every other
 /// CPU that runs one of this process's threads right now: with the spinner
 /// the only other running thread, that is one `call_function_single` IPI
-/// to the spinner's CPU, the vector RPS uses. Turns rotate: a membarrier,
-/// then (with `rps_to`) a loopback RPS datagram, which reaches that CPU as
-/// the same IPI with a NET_RX softirq in its tail ([`super::rps`]), then a
-/// TLB shootdown ([`super::tlb`]), then (with `rps_to`) a wake-up of a
-/// thread sleeping on that CPU, a reschedule IPI ([`super::resched`]); what
-/// cannot be set up is left out and the reason returned.
+/// to the spinner's CPU, the vector RPS uses. Turns rotate between that,
+/// (with `rps_to`) a loopback RPS datagram, which reaches that CPU as the
+/// same IPI with a NET_RX softirq in its tail ([`super::rps`]), a TLB
+/// shootdown ([`super::tlb`]) and (with `rps_to`) a wake-up of a thread
+/// sleeping on that CPU, a reschedule IPI ([`super::resched`]); what cannot
+/// be set up is left out and the reason returned.
 pub fn send_ipis(
     stop: &AtomicBool,
     sched: &Schedule,
@@ -318,7 +318,7 @@ pub fn send_ipis(
             None
         }
     };
-    let mut waker = match rps_to.map(super::resched::Waker::new) {
+    let mut waker = match rps_to.map(|cpu| super::resched::Waker::new(cpu, pin_to_cpu)) {
         Some(Ok(w)) => Some(w),
         Some(Err(e)) => {
             sent.resched_error = Some(format!("{e:#}"));
@@ -326,12 +326,17 @@ pub fn send_ipis(
         }
         None => None,
     };
-    // One turn each, in this order: a pure IPI, an RPS datagram, a TLB
-    // shootdown, a wake-up (those that could be set up).
+    // Turns, in this order (those that could be set up): a pure IPI, an
+    // RPS datagram, a TLB shootdown, a pure IPI, an RPS datagram, a
+    // wake-up. The IPI and its softirq keep a third of the turns each (the
+    // table needs 200 clean IPI gaps); TLB shootdowns leave cleaner gaps
+    // and wake-ups need fewer samples, a sixth each.
     let kinds: Vec<Kind> = [
         Some(Kind::Ipi),
         rps.as_ref().map(|_| Kind::Rps),
         tlb.as_ref().map(|_| Kind::Tlb),
+        Some(Kind::Ipi),
+        rps.as_ref().map(|_| Kind::Rps),
         waker.as_ref().map(|_| Kind::Resched),
     ]
     .into_iter()
