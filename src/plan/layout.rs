@@ -162,17 +162,7 @@ fn steering(t: &HostTopology, cpus: &Cpus, load: &Load, out: &mut Vec<Change>) -
                     cur.difference(&to)
                 )
             };
-            out.push(Change {
-                kind: Kind::Rps,
-                nic: nic.label(),
-                netns: nic.netns.clone(),
-                command: in_netns(t, nic, format!("echo {} > {path}", to.to_mask())),
-                target: path,
-                from: cur.to_mask(),
-                to: to.to_mask(),
-                resolves: Vec::new(),
-                why,
-            });
+            out.push(mask_change(t, nic, Kind::Rps, path, (cur, &to), why));
         }
         for q in &nic.tx_queues {
             let (Some(cur), Some(n)) = (&q.xps_cpus, &node) else {
@@ -183,25 +173,38 @@ fn steering(t: &HostTopology, cpus: &Cpus, load: &Load, out: &mut Vec<Change>) -
                 continue;
             }
             let path = format!("/sys/class/net/{}/queues/tx-{}/xps_cpus", nic.name, q.queue);
-            out.push(Change {
-                kind: Kind::Xps,
-                nic: nic.label(),
-                netns: nic.netns.clone(),
-                command: in_netns(t, nic, format!("echo {} > {path}", to.to_mask())),
-                target: path,
-                from: cur.to_mask(),
-                to: to.to_mask(),
-                resolves: Vec::new(),
-                why: format!(
-                    "XPS of {} tx-{} kept on the NIC's node (drops {})",
-                    nic.label(),
-                    q.queue,
-                    cur.difference(&to)
-                ),
-            });
+            let why = format!(
+                "XPS of {} tx-{} kept on the NIC's node (drops {})",
+                nic.label(),
+                q.queue,
+                cur.difference(&to)
+            );
+            out.push(mask_change(t, nic, Kind::Xps, path, (cur, &to), why));
         }
     }
     after
+}
+
+/// One RPS or XPS mask written in the NIC's namespace: `(from, to)`.
+fn mask_change(
+    t: &HostTopology,
+    nic: &Nic,
+    kind: Kind,
+    path: String,
+    (from, to): (&CpuSet, &CpuSet),
+    why: String,
+) -> Change {
+    Change {
+        kind,
+        nic: nic.label(),
+        netns: nic.netns.clone(),
+        command: in_netns(t, nic, format!("echo {} > {path}", to.to_mask())),
+        target: path,
+        from: from.to_mask(),
+        to: to.to_mask(),
+        resolves: Vec::new(),
+        why,
+    }
 }
 
 /// CPUs the RPS masks of `nic`'s queues after `queue` name now: a

@@ -59,22 +59,7 @@ pub fn check_control(o: &Outcome) -> Result<(), String> {
 
 /// Pure IPIs: system vectors only, no softirq at all, a real loss, bounds.
 pub fn check_ipi(o: &Outcome) -> Result<(), String> {
-    let a = &o.avg;
-    // The tick's own TIMER/RCU softirqs stay; the IPIs bring none.
-    if a.softirq_stolen >= 1.0 || a.net_rx_stolen > 0.0 || a.sysvec <= 0.5 {
-        return Err(format!(
-            "{}: expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %",
-            o.label, a.sysvec, a.softirq_stolen
-        ));
-    }
-    if o.interrupt_loss_pct() < 10.0 {
-        return Err(format!(
-            "{}: the IPIs cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
-            o.label,
-            o.interrupt_loss_pct()
-        ));
-    }
-    check_loaded(o)
+    check_ipis_without_softirq(o, 0.5, 10.0, "IPIs")
 }
 
 /// TLB shootdowns: IPIs without softirq, as [`check_ipi`], but fewer of
@@ -82,16 +67,28 @@ pub fn check_ipi(o: &Outcome) -> Result<(), String> {
 /// paravirtual TLB flush a preempted vCPU is flushed by the hypervisor
 /// without an IPI (here 7,000–25,000/s of 50,000 mprotect calls/s).
 pub fn check_tlb(o: &Outcome) -> Result<(), String> {
+    check_ipis_without_softirq(o, 0.2, 4.0, "shootdowns")
+}
+
+/// System vectors above `min_sysvec` % and no softirq (the tick's own
+/// TIMER/RCU softirqs stay; the IPIs bring none), costing the victim at
+/// least `min_loss` %, then the bounds.
+fn check_ipis_without_softirq(
+    o: &Outcome,
+    min_sysvec: f64,
+    min_loss: f64,
+    what: &str,
+) -> Result<(), String> {
     let a = &o.avg;
-    if a.softirq_stolen >= 1.0 || a.net_rx_stolen > 0.0 || a.sysvec <= 0.2 {
+    if a.softirq_stolen >= 1.0 || a.net_rx_stolen > 0.0 || a.sysvec <= min_sysvec {
         return Err(format!(
             "{}: expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %",
             o.label, a.sysvec, a.softirq_stolen
         ));
     }
-    if o.interrupt_loss_pct() < 4.0 {
+    if o.interrupt_loss_pct() < min_loss {
         return Err(format!(
-            "{}: the shootdowns cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
+            "{}: the {what} cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
             o.label,
             o.interrupt_loss_pct()
         ));
