@@ -25,6 +25,7 @@ pub mod sparkline;
 mod style;
 mod tabs;
 mod term;
+mod toggles;
 pub mod views;
 
 use std::sync::Arc;
