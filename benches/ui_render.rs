@@ -5,21 +5,16 @@
 //! (ingest, history, draw) with the sparkline history full.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use nettop::ui::app::{App, Options, Theme};
+use nettop::ui::app::{App, Options};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 fn app(w: u16, h: u16) -> App {
     let mut a = App::new(Options {
-        delay: 1.0,
-        threads: false,
-        cmdline: false,
-        forest: false,
-        hide_idle: false,
-        theme: Theme::default(),
         width: w,
         height: h,
+        ..Options::default()
     });
     a.add_users(fixtures::users());
     a.push_frame(fixtures::many_tasks(5000));
@@ -48,14 +43,10 @@ fn bench(c: &mut Criterion) {
     // (ingest: sort and filter) and when it is drawn.
     let threads = fixtures::one_process_threads(30_000);
     let mut a = App::new(Options {
-        delay: 1.0,
         threads: true,
-        cmdline: false,
-        forest: false,
-        hide_idle: false,
-        theme: Theme::default(),
         width: 200,
         height: 50,
+        ..Options::default()
     });
     a.push_frame(threads.clone());
     assert_eq!(a.rows.len(), 30_000);
@@ -94,14 +85,10 @@ fn history_bench(c: &mut Criterion) {
         ("threads_30000_frame_no_history", false, false),
     ] {
         let mut a = App::new(Options {
-            delay: 1.0,
             threads: true,
-            cmdline: false,
-            forest: false,
-            hide_idle: false,
-            theme: Theme::default(),
             width: 200,
             height: 50,
+            ..Options::default()
         });
         a.columns.push(ProcColumn::Trend);
         if !history {

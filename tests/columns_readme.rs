@@ -54,14 +54,10 @@ fn batch(id: &str) -> (Vec<String>, Vec<String>) {
 fn tui(id: &str) -> (Vec<String>, Vec<String>) {
     let (w, h) = (260, 50);
     let mut app = App::new(Options {
-        delay: 1.0,
-        threads: false,
-        cmdline: false,
-        forest: false,
-        hide_idle: false,
         theme: Theme::mono(),
         width: w,
         height: h,
+        ..Options::default()
     });
     app.add_users(fixtures::users());
     app.push_frame(fixtures::busy_host());

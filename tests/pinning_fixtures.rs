@@ -3,22 +3,15 @@
 //! negative case per rule (negatives mutate the topology just enough to fix
 //! the one mistake, so each rule is shown to react to its own cause).
 
+mod common;
+
 use std::collections::BTreeSet;
 
+use common::machine;
 use nettop::app::cli::FailOn;
 use nettop::pinning::{self, Evidence, Report, Severity};
 use nettop::sys::cpuset::CpuSet;
-use nettop::sys::sysroot::Sysroot;
-use nettop::topology::{self, HostTopology, LoadOptions};
-
-fn machine(name: &str) -> HostTopology {
-    topology::load(&LoadOptions::new(
-        Sysroot::new(format!("tests/fixtures/machines/{name}")),
-        None,
-        None,
-    ))
-    .unwrap()
-}
+use nettop::topology::HostTopology;
 
 fn lint(t: &HostTopology) -> Report {
     pinning::check(t, &Evidence::default())

@@ -4,22 +4,15 @@
 //! interrupt findings, the load steering IRQ placement, the "no good
 //! layout" machine, and the three formats.
 
+mod common;
+
 use std::process::Command;
 
+use common::machine;
 use nettop::pinning::{self, Evidence};
 use nettop::plan::{self, Kind, Load, Plan};
 use nettop::sys::cpuset::CpuSet;
-use nettop::sys::sysroot::Sysroot;
-use nettop::topology::{self, HostTopology, LoadOptions};
-
-fn machine(name: &str) -> HostTopology {
-    topology::load(&LoadOptions::new(
-        Sysroot::new(format!("tests/fixtures/machines/{name}")),
-        None,
-        None,
-    ))
-    .unwrap()
-}
+use nettop::topology::HostTopology;
 
 fn plan_with(t: &HostTopology, load: &Load) -> Plan {
     let ev = Evidence::default();

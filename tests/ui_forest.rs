@@ -4,7 +4,7 @@
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use nettop::model::frame::{Frame, TaskView};
-use nettop::ui::app::{App, Options, Theme};
+use nettop::ui::app::{App, Options};
 use nettop::ui::rows::processes::{Src, TaskRow};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
@@ -12,14 +12,10 @@ use ratatui::backend::TestBackend;
 
 fn app(forest: bool) -> App {
     let mut a = App::new(Options {
-        delay: 1.0,
-        threads: false,
-        cmdline: false,
         forest,
-        hide_idle: false,
-        theme: Theme::default(),
         width: 160,
         height: 60,
+        ..Options::default()
     });
     a.add_users(fixtures::users());
     a

@@ -108,3 +108,14 @@ pub fn pin_self(cpu: usize) {
         );
     }
 }
+
+/// The topology of fixture machine `name` (tests/fixtures/machines, made
+/// by make_fixtures.py), read through its sysroot as nettop reads a host.
+pub fn machine(name: &str) -> nettop::topology::HostTopology {
+    nettop::topology::load(&nettop::topology::LoadOptions::new(
+        nettop::sys::sysroot::Sysroot::new(format!("tests/fixtures/machines/{name}")),
+        None,
+        None,
+    ))
+    .unwrap()
+}

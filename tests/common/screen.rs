@@ -12,11 +12,6 @@ use ratatui::backend::TestBackend;
 /// An App on the fixtures' users, `color` or mono, before any frame.
 pub fn app(w: u16, h: u16, color: bool) -> App {
     let mut a = App::new(Options {
-        delay: 1.0,
-        threads: false,
-        cmdline: false,
-        forest: false,
-        hide_idle: false,
         theme: if color {
             Theme::default()
         } else {
@@ -24,6 +19,7 @@ pub fn app(w: u16, h: u16, color: bool) -> App {
         },
         width: w,
         height: h,
+        ..Options::default()
     });
     a.add_users(fixtures::users());
     a

@@ -13,21 +13,16 @@ use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 use nettop::output::columns::ProcColumn as Column;
-use nettop::ui::app::{Action, App, Mode, Options, Theme};
+use nettop::ui::app::{Action, App, Mode, Options};
 use nettop::ui::fixtures;
 use nettop::ui::rows::View;
 use nettop::ui::rows::processes::Src;
 
 fn app(h: u16) -> App {
     let mut a = App::new(Options {
-        delay: 1.0,
-        threads: false,
-        cmdline: false,
-        forest: false,
-        hide_idle: false,
-        theme: Theme::default(),
         width: 120,
         height: h,
+        ..Options::default()
     });
     a.add_users(fixtures::users());
     a.push_frame(fixtures::busy_host());
