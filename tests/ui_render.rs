@@ -162,6 +162,7 @@ fn devices_with_topology() {
         topology: None,
         pinning: None,
         devices: Some(devices::device_info(&t)),
+        ..Default::default()
     });
     let s = screen(&a, 170, 20);
     assert!(s.contains("q0:120→3 w1 q1:121→9 w3 r1"), "{s}");
@@ -302,6 +303,7 @@ fn topology_with_hwloc_data() {
         topology: Some(topology::lines(&topo_2s())),
         pinning: None,
         devices: None,
+        ..Default::default()
     });
     press(&mut a, KeyCode::Char('4'));
     let s = screen(&a, 120, 40);
@@ -327,6 +329,7 @@ fn pinning_view_with_live_evidence() {
         topology: None,
         pinning: Some(pinning::lines(&report)),
         devices: None,
+        ..Default::default()
     });
     press(&mut a, KeyCode::Char('5'));
     let s = screen(&a, 130, 40);

@@ -168,10 +168,10 @@ pub struct Cli {
                                 "revert"])]
     pub apply: bool,
 
-    /// With --plan: plan for these devices only (names, or labels as the
-    /// lint prints them: "veth1 (netns blue)"); other devices' IRQs and
-    /// steering are left alone.
-    #[arg(long = "nic", value_name = "DEV,...", value_delimiter = ',', requires = "plan",
+    /// With --plan (or the TUI's P): plan for these devices only (names, or
+    /// labels as the lint prints them: "veth1 (netns blue)"); other
+    /// devices' IRQs and steering are left alone.
+    #[arg(long = "nic", value_name = "DEV,...", value_delimiter = ',',
           conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
                                 "revert"])]
     pub nics: Vec<String>,
@@ -183,8 +183,9 @@ pub struct Cli {
                                 "revert"])]
     pub plan_file: Option<PathBuf>,
 
-    /// Length of each of --apply's before and after measurements (e.g. 10s).
-    #[arg(long = "measure", value_name = "D", requires = "apply", value_parser = parse_measure,
+    /// Length of each of --apply's (or the TUI's P's) before and after
+    /// measurements (e.g. 10s).
+    #[arg(long = "measure", value_name = "D", value_parser = parse_measure,
           conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay",
                                 "revert"])]
     pub measure: Option<std::time::Duration>,
@@ -205,8 +206,9 @@ pub struct Cli {
           conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay"])]
     pub dry_run: bool,
 
-    /// Where --apply keeps revert files and their key (default /var/lib/nettop).
-    #[arg(long = "state-dir", value_name = "DIR", requires = "changes",
+    /// Where --apply and the TUI's P keep revert files and their key
+    /// (default /var/lib/nettop).
+    #[arg(long = "state-dir", value_name = "DIR",
           conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "replay"])]
     pub state_dir: Option<PathBuf>,
 
@@ -327,6 +329,26 @@ impl Cli {
                         --serve or --export openmetrics"
                     .into(),
             );
+        }
+        // The plan's own flags shape an apply: `--plan --apply`, or the
+        // TUI's `P`. Anywhere else they would be silently ignored.
+        let tui =
+            !self.plan && self.revert.is_none() && !self.calibrate && self.generate.is_empty();
+        if !(tui || self.plan && self.apply) {
+            let stray = [
+                ("--measure", self.measure.is_some()),
+                ("--nic", !self.nics.is_empty() && !self.plan),
+                (
+                    "--state-dir",
+                    self.state_dir.is_some() && self.revert.is_none(),
+                ),
+            ];
+            if let Some((flag, _)) = stray.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "{flag} shapes an apply: use it with `nettop --plan --apply`, or in the \
+                     TUI (`nettop {flag} ...`, then P in the Pinning view)"
+                ));
+            }
         }
         if self.format == Format::Sh && !self.plan {
             return Err(

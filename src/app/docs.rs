@@ -157,7 +157,7 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     (
         "/var/lib/nettop/",
-        "`--plan --apply`'s revert files (`revert-SECONDS-PID.json`, mode 0600: the \
+        "`--plan --apply`'s (and the TUI's `P`'s) revert files (`revert-SECONDS-PID.json`, mode 0600: the \
          exact previous value of every file it wrote, with an HMAC-SHA256 over them) \
          and their key `revert.key` (32 random bytes, mode 0600, made on first use); \
          `--revert` refuses a file this key did not sign. `--state-dir DIR` moves them.",

@@ -101,6 +101,18 @@ impl LiveFrames {
         Ok(frame)
     }
 
+    /// The last sample taken: where a longer window than one frame starts
+    /// (the before and after windows of an apply from the TUI).
+    pub fn mark(&self) -> RawSample {
+        self.prev.clone()
+    }
+
+    /// The frame from `mark` to the last sample taken, while frames of
+    /// the usual interval go on between them.
+    pub fn frame_since(&self, mark: &RawSample) -> Frame {
+        crate::model::compute(self.col.host(), mark, &self.prev)
+    }
+
     /// Every thread now, from the task sampler (see
     /// [`Collector::threads_now`]).
     pub fn threads_now(&mut self) -> Option<Vec<crate::sample::RawTask>> {

@@ -40,6 +40,14 @@ pub fn cache_dir(cli: &Cli) -> std::path::PathBuf {
     crate::calibrate::cache::dir(cli.cache_dir.as_deref())
 }
 
+/// Where applies (`--plan --apply`, the TUI's `P`) keep revert files and
+/// their key (`--state-dir`, or /var/lib/nettop).
+pub fn plan_state_dir(cli: &Cli) -> std::path::PathBuf {
+    cli.state_dir
+        .clone()
+        .unwrap_or_else(|| crate::plan::revert::DEFAULT_DIR.into())
+}
+
 /// Metric families for `--serve` and `--export openmetrics`.
 pub fn metrics(cli: &Cli) -> openmetrics::Options {
     let mut o = openmetrics::Options::new(cli.rows, cli.threads, cli.top_cgroups);

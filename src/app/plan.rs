@@ -2,7 +2,7 @@
 //! the planner wired to the live collector, the revert file and the user.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -11,14 +11,12 @@ use crate::app::cli::{Cli, Format};
 use crate::app::live::LiveFrames;
 use crate::app::options;
 use crate::pinning::{self, Evidence};
-use crate::plan::revert::{self, Entry, RevertFile};
-use crate::plan::{self, Load, Plan, apply, measure};
+use crate::plan::revert::{self, RevertFile};
+use crate::plan::{self, Load, Plan, measure, steps};
 
 /// The load the planner spreads interrupts by: long enough to see a
 /// pinned thread's share and NET_RX per CPU, short enough for a command.
 const LOAD_WINDOW: Duration = Duration::from_secs(1);
-/// `--measure` when not given.
-pub const DEFAULT_MEASURE: Duration = Duration::from_secs(10);
 
 fn out(text: &str) -> anyhow::Result<()> {
     // Not print!: it panics on a closed pipe or a full disk.
@@ -26,12 +24,6 @@ fn out(text: &str) -> anyhow::Result<()> {
     o.write_all(text.as_bytes())
         .and_then(|()| o.flush())
         .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))
-}
-
-fn state_dir(cli: &Cli) -> PathBuf {
-    cli.state_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(revert::DEFAULT_DIR))
 }
 
 /// `--plan`: 0 printed (or applied and kept), 1 applied and reverted
@@ -47,7 +39,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     }
     let mut topo = crate::topology::load(&options::topology(cli))?;
     if !cli.nics.is_empty() {
-        only_nics(&mut topo, &cli.nics)?;
+        plan::only_nics(&mut topo, &cli.nics)?;
     }
     let mut ev = Evidence::default();
     let mut load = Load::default();
@@ -88,21 +80,6 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     }
 }
 
-/// `--nic`: the plan for these devices only (a name matches in every
-/// namespace; a label "DEV (netns NS)" in that one); IRQs of other
-/// devices are then left alone.
-fn only_nics(topo: &mut crate::topology::HostTopology, want: &[String]) -> anyhow::Result<()> {
-    for w in want {
-        if !topo.nics.iter().any(|n| &n.name == w || &n.label() == w) {
-            let have: Vec<String> = topo.nics.iter().map(|n| n.label()).collect();
-            bail!("--nic {w}: no such device (devices: {})", have.join(", "));
-        }
-    }
-    topo.nics
-        .retain(|n| want.iter().any(|w| w == &n.name || w == &n.label()));
-    Ok(())
-}
-
 /// Asks on the terminal unless `--yes`; without a terminal, refuses.
 fn confirm(cli: &Cli, what: &str) -> anyhow::Result<()> {
     if cli.yes {
@@ -123,14 +100,6 @@ fn confirm(cli: &Cli, what: &str) -> anyhow::Result<()> {
     }
 }
 
-fn ns_note(ns: &str) -> String {
-    if ns.is_empty() {
-        String::new()
-    } else {
-        format!(" (netns {ns})")
-    }
-}
-
 fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     let json = cli.format == Format::Json;
     // Text progress as it happens; JSON holds it for the report. A closed
@@ -140,26 +109,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
             let _ = out(s);
         }
     };
-    let mut entries = Vec::new();
-    for c in plan.applied() {
-        apply::validate(c.kind, &c.target, &c.to)?;
-        entries.push(Entry {
-            kind: c.kind,
-            netns: c.netns.clone(),
-            path: c.target.clone(),
-            previous: apply::read(&c.netns, &c.target)?,
-            applied: c.to.clone(),
-        });
-    }
-    let line = |e: &Entry| {
-        format!(
-            "{}{}: {} -> {}",
-            e.path,
-            ns_note(&e.netns),
-            e.previous,
-            e.applied
-        )
-    };
+    let entries = steps::entries(plan)?;
     if entries.is_empty() {
         out(if json {
             "{\"schema\":\"nettop.apply/1\",\"nothing_to_apply\":true}\n"
@@ -169,7 +119,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if cli.dry_run {
-        let lines: Vec<String> = entries.iter().map(line).collect();
+        let lines: Vec<String> = entries.iter().map(steps::entry_line).collect();
         out(&if json {
             serde_json::json!({ "schema": measure::APPLY_SCHEMA, "dry_run": lines }).to_string()
                 + "\n"
@@ -186,7 +136,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     // kernel state is restored on every exit path, as the terminal is.
     let stop = crate::sys::signals::stop_flag()?;
     let rf = RevertFile::new(entries);
-    let path = revert::write(&state_dir(cli), &rf)?;
+    let path = revert::write(&options::plan_state_dir(cli), &rf)?;
     let shown = path.display().to_string();
     // Printed at once in both formats: whatever happens next, the way back
     // is known.
@@ -194,33 +144,18 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
         log::info!("revert file: {shown}");
     }
     say(&format!("\nrevert file: {shown}\n"));
-    let window = cli.measure.unwrap_or(DEFAULT_MEASURE);
+    let window = cli.measure.unwrap_or(measure::DEFAULT_WINDOW);
     let Some(before) =
         measure_window(&mut lf, window, plan, &stop).with_context(|| shown.clone())?
     else {
         bail!("interrupted before anything was written; revert file {shown}");
     };
-    let mut written = Vec::new();
-    for (i, e) in rf.entries.iter().enumerate() {
-        if let Err(err) = apply::write(e.kind, &e.netns, &e.path, &e.applied) {
-            let partial = RevertFile {
-                entries: rf.entries[..i].to_vec(),
-                ..rf.clone()
-            };
-            let (lines, _) = revert::restore(&partial, false);
-            bail!(
-                "applying stopped at {}{}: {err:#}; the {i} change(s) before it were restored \
-                 ({}); revert file {shown}",
-                e.path,
-                ns_note(&e.netns),
-                lines.join("; ")
-            );
-        }
-        say(&format!("wrote {}\n", line(e)));
-        written.push(line(e));
-    }
-    // Whatever stops the run now (a signal, a failed measurement) leaves
-    // the host as it was: kernel state is restored on every exit path.
+    // Whatever stops the run from here to the verdict (an error, a
+    // signal, a panic) drops `armed`, which restores what was written.
+    let mut armed = steps::Armed::new(rf);
+    let written = armed
+        .write_all(|e| say(&format!("wrote {}\n", steps::entry_line(e))))
+        .with_context(|| format!("revert file {shown}"))?;
     let after = match measure_window(&mut lf, window, plan, &stop) {
         Ok(Some(a)) => a,
         other => {
@@ -228,8 +163,8 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
                 Err(e) => format!("measuring after the change failed ({e:#})"),
                 _ => "interrupted while measuring".to_string(),
             };
-            let (lines, ok) = revert::restore(&rf, false);
             log::warn!("{why}: reverting from {shown}");
+            let (lines, ok) = armed.restore();
             bail!(
                 "{why}: {} ({}); revert file {shown}",
                 if ok {
@@ -242,32 +177,8 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
         }
     };
     say(&format!("\n{}", measure::render_table(&before, &after)));
-    let victim_cpus = plan
-        .victims
-        .iter()
-        .fold(crate::sys::cpuset::CpuSet::new(), |a, v| {
-            a.union(&v.affinity)
-        });
-    let worse = measure::judge(&before, &after, &victim_cpus);
-    let mut restored = Vec::new();
-    let mut ok = true;
-    if worse.is_empty() {
-        say(&format!(
-            "\nkept. To undo: nettop --revert {shown}\nrevert file: {shown}\n"
-        ));
-    } else {
-        log::warn!(
-            "the plan made things worse ({}): reverting from {shown}",
-            worse.join("; ")
-        );
-        (restored, ok) = revert::restore(&rf, false);
-        say(&format!(
-            "\nreverted automatically: {}\n  {}\nrevert file: {shown}\n",
-            worse.join("; "),
-            restored.join("\n  ")
-        ));
-    }
-    let reverted = !worse.is_empty();
+    let verdict = steps::conclude(plan, (&before, &after), armed, &shown);
+    say(&format!("\n{}", verdict.text(&shown)));
     if json {
         let report = measure::ApplyReport {
             schema: measure::APPLY_SCHEMA.into(),
@@ -276,16 +187,16 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
             written,
             before,
             after,
-            worse,
-            reverted,
-            restored,
+            worse: verdict.worse.clone(),
+            reverted: verdict.reverted(),
+            restored: verdict.restored.clone(),
         };
         out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     }
-    if !ok {
+    if !verdict.ok {
         bail!("the automatic revert failed for some files (see above); revert file {shown}");
     }
-    Ok(u8::from(reverted))
+    Ok(u8::from(verdict.reverted()))
 }
 
 /// One frame covering `window` from now; `None` when a stop signal came.
@@ -313,7 +224,7 @@ fn measure_window(
 
 /// `--revert FILE`: 0 restored; refusals and failures exit 2.
 fn run_revert(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
-    let rf = revert::read(&state_dir(cli), file)?;
+    let rf = revert::read(&options::plan_state_dir(cli), file)?;
     if cli.dry_run {
         let (lines, _) = revert::restore(&rf, true);
         out(&format!("dry run:\n  {}\n", lines.join("\n  ")))?;

@@ -2,6 +2,7 @@
 //! verdict that reverts a plan that made things worse. Pure: frames in,
 //! figures and a verdict out.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,11 @@ use crate::pinning::Evidence;
 use crate::sample::NET_RX;
 use crate::sys::cpuset::CpuSet;
 use crate::topology::HostTopology;
+
+/// Each of an apply's before and after windows when not given
+/// (`--measure`): long enough that two windows of the same load agree
+/// within [`TRUE_DROP_PTS`].
+pub const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A victim whose TRUE% fell by more than this many points is worse off
 /// (below it, two 10 s windows of the same load differ by noise).
@@ -99,27 +105,61 @@ impl Measure {
     }
 }
 
-/// The planner's view of a measured frame: per-CPU load, and each
-/// thread's CPU share and stolen share folded into the topology and the
-/// lint's evidence, so "busy" means measured busy.
-pub fn observe(f: &Frame, topo: &mut HostTopology, ev: &mut Evidence) -> Load {
-    let rows = f.finest_rows();
-    for th in &mut topo.threads {
-        if let Some(t) = rows.iter().find(|t| t.tid == th.tid) {
-            th.cpu_pct = Some(t.on_cpu_pct);
-            ev.stolen_pct.insert(th.tid, t.stolen_pct);
+/// What the planner takes from one measured frame: per-CPU load, and
+/// each thread's CPU share and stolen share. The TUI's collector thread
+/// keeps the latest one for its topology thread, so the plan `P` applies
+/// is the one `--plan` would compute.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    pub load: Load,
+    /// tid → (percent on CPU, percent of that stolen by interrupts).
+    pub threads: BTreeMap<u32, (f64, f64)>,
+}
+
+impl Observed {
+    pub fn of(f: &Frame) -> Observed {
+        Observed {
+            load: Load {
+                cpu_busy_pct: f
+                    .cpus
+                    .iter()
+                    .filter(|c| c.online)
+                    .map(|c| (c.cpu, busy(c)))
+                    .collect(),
+                cpu_net_rx_pct: f.cpus.iter().map(|c| (c.cpu, net_rx(c))).collect(),
+                measured: Some(format!("measured {:.1} s", f.interval_s)),
+            },
+            threads: f
+                .finest_rows()
+                .iter()
+                .map(|t| (t.tid, (t.on_cpu_pct, t.stolen_pct)))
+                .collect(),
         }
     }
-    Load {
-        cpu_busy_pct: f
-            .cpus
-            .iter()
-            .filter(|c| c.online)
-            .map(|c| (c.cpu, busy(c)))
-            .collect(),
-        cpu_net_rx_pct: f.cpus.iter().map(|c| (c.cpu, net_rx(c))).collect(),
-        measured: Some(format!("measured {:.1} s", f.interval_s)),
+
+    /// Folds the threads' figures into the topology and the lint's
+    /// evidence, so "busy" means measured busy; returns the load.
+    pub fn fold(&self, topo: &mut HostTopology, ev: &mut Evidence) -> Load {
+        for th in &mut topo.threads {
+            if let Some(&(on_cpu, stolen)) = self.threads.get(&th.tid) {
+                th.cpu_pct = Some(on_cpu);
+                ev.stolen_pct.insert(th.tid, stolen);
+            }
+        }
+        self.load.clone()
     }
+
+    /// The lint's evidence alone: every thread's stolen share.
+    pub fn evidence(&self) -> Evidence {
+        Evidence {
+            stolen_pct: self.threads.iter().map(|(&t, &(_, s))| (t, s)).collect(),
+        }
+    }
+}
+
+/// The planner's view of a measured frame ([`Observed::fold`]).
+pub fn observe(f: &Frame, topo: &mut HostTopology, ev: &mut Evidence) -> Load {
+    Observed::of(f).fold(topo, ev)
 }
 
 /// Why the plan made things worse; empty when it did not. `exempt`: the

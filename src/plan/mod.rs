@@ -15,6 +15,7 @@ mod layout;
 pub mod measure;
 mod render;
 pub mod revert;
+pub mod steps;
 
 use std::collections::BTreeMap;
 
@@ -146,6 +147,21 @@ pub struct Load {
 /// The plan for a host. `evidence` must be the one `report` was made with.
 pub fn compute(topo: &HostTopology, report: &Report, evidence: &Evidence, load: &Load) -> Plan {
     layout::compute(topo, report, evidence, load)
+}
+
+/// `--nic`: the plan for these devices only (a name matches in every
+/// namespace; a label "DEV (netns NS)" in that one); IRQs and steering of
+/// other devices are then left alone. Errors on a name no device has.
+pub fn only_nics(topo: &mut HostTopology, want: &[String]) -> anyhow::Result<()> {
+    for w in want {
+        if !topo.nics.iter().any(|n| &n.name == w || &n.label() == w) {
+            let have: Vec<String> = topo.nics.iter().map(|n| n.label()).collect();
+            anyhow::bail!("--nic {w}: no such device (devices: {})", have.join(", "));
+        }
+    }
+    topo.nics
+        .retain(|n| want.iter().any(|w| w == &n.name || w == &n.label()));
+    Ok(())
 }
 
 /// Reads a plan written by `--format json` (reviewed, perhaps edited) for

@@ -15,8 +15,9 @@ use super::rows::cgroups::{self, CgRow};
 use super::rows::cpus::CpuRows;
 use super::rows::detail::{self, Facts, Pane};
 use super::rows::devices::{self, DevRow, DevTopo};
+use super::rows::pinning::{self, PlanRun};
 use super::rows::processes::{self, SortKey, Src, TaskRow};
-use super::rows::{LineKind, View, pinning, topology};
+use super::rows::{LineKind, View, topology};
 use crate::model::frame::{Frame, TaskView};
 use crate::output::columns::{self, ProcColumn, RowCtx};
 
@@ -51,6 +52,8 @@ pub enum Mode {
         at: usize,
         moving: bool,
     },
+    /// `P`: this plan waits for y/n ([`super::plan`]).
+    ConfirmPlan(Box<crate::plan::Plan>),
 }
 
 /// What the run loop must do after an event.
@@ -69,6 +72,8 @@ pub enum Action {
     ThreadRows(bool),
     /// `W`: write these settings to the configuration file (as top's `W`).
     SaveSettings(Box<super::settings::Settings>),
+    /// `P`, confirmed: apply this plan, measured before and after.
+    ApplyPlan(Box<crate::plan::Plan>),
 }
 
 /// Replay position; `None` in live mode.
@@ -92,6 +97,8 @@ pub struct Options {
     pub forest: bool,
     /// Tasks that used no CPU hidden from the start (`-i`, as top's).
     pub hide_idle: bool,
+    /// Each of the before and after windows of an apply from `P`.
+    pub plan_measure_s: f64,
     pub theme: Theme,
     pub width: u16,
     pub height: u16,
@@ -105,6 +112,7 @@ impl Default for Options {
             cmdline: false,
             forest: false,
             hide_idle: false,
+            plan_measure_s: 10.0,
             theme: Theme::default(),
             width: 80,
             height: 24,
@@ -121,6 +129,8 @@ pub struct Extras {
     /// Per interface name: what the topology knows that counters do not
     /// (XDP attachment, RPS steering, queue IRQs and where they land).
     pub devices: Option<BTreeMap<String, DevTopo>>,
+    /// The plan shown under the findings, which `P` applies.
+    pub plan: Option<Box<crate::plan::Plan>>,
 }
 
 pub struct App {
@@ -169,6 +179,9 @@ pub struct App {
     pub cpu_rows: CpuRows,
     pub topo_lines: Vec<(LineKind, String)>,
     pub pin_lines: Vec<(LineKind, String)>,
+    /// An apply from `P`: shown above the findings.
+    pub plan_run: PlanRun,
+    pub plan_measure_s: f64,
     /// COMMAND shows full command lines (`c`, as in top).
     pub cmdline: bool,
     /// Processes grouped by cgroup (`C`), with these groups expanded.
@@ -215,6 +228,8 @@ impl App {
             cpu_rows: CpuRows::default(),
             topo_lines: Vec::new(),
             pin_lines: Vec::new(),
+            plan_run: PlanRun::default(),
+            plan_measure_s: opts.plan_measure_s,
             group_cgroup: false,
             expanded: std::collections::HashSet::new(),
             cg_rows: Vec::new(),
@@ -546,10 +561,14 @@ impl App {
             Some(lines) => lines.clone(),
             None => topology::frame_lines(self.frame.as_ref()),
         };
-        self.pin_lines = match &self.extras.pinning {
-            Some(lines) => lines.clone(),
-            None => pinning::waiting_lines(),
-        };
+        self.pin_lines = self.plan_run.lines.clone();
+        if !self.pin_lines.is_empty() {
+            self.pin_lines.push((LineKind::Normal, String::new()));
+        }
+        match &self.extras.pinning {
+            Some(lines) => self.pin_lines.extend(lines.iter().cloned()),
+            None => self.pin_lines.extend(pinning::waiting_lines()),
+        }
         match self.follow {
             // Grouped rows index `cg_rows`, where no task can be followed.
             Some(_) if self.group_cgroup => self.follow = None,

@@ -109,6 +109,12 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
                 Span::raw(format!("{buf}_")),
             ]);
         }
+        Mode::ConfirmPlan(plan) => {
+            return Line::from(vec![
+                Span::styled(app.plan_question(plan), s.accent()),
+                Span::raw("_"),
+            ]);
+        }
         Mode::Goto(buf) => {
             return Line::from(vec![
                 Span::styled(

@@ -117,6 +117,8 @@ pub enum Command {
     Delay,
     Step(isize),
     GotoTime,
+    /// `P`: the plan in the Pinning view, applied after a question.
+    Plan,
 }
 
 /// One help line: the keys and what they do.
@@ -258,6 +260,10 @@ pub const KEYMAP: &[Entry] = &[
         help: "replay: go to a time (14:05 UTC, +30s, -10m)",
     },
     Entry {
+        binds: &[(ch('P'), C::Plan)],
+        help: "the plan; in the Pinning view: apply it (asks)",
+    },
+    Entry {
         binds: &[(ch('Z'), C::Scheme)],
         help: "colours: default, light, mono (NO_COLOR: mono)",
     },
@@ -363,6 +369,7 @@ impl App {
                 self.key_fields(k, at, moving);
                 Action::None
             }
+            Mode::ConfirmPlan(plan) => self.key_confirm_plan(k, plan),
         }
     }
 
@@ -429,6 +436,7 @@ impl App {
             C::Step(d) => return self.seek_by(d),
             C::GotoTime if self.replay.is_some() => self.mode = Mode::Goto(String::new()),
             C::GotoTime => {}
+            C::Plan => self.plan_key(),
         }
         Action::None
     }

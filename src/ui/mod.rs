@@ -16,6 +16,7 @@ mod fields;
 pub mod fixtures;
 pub mod history;
 pub mod keymap;
+mod plan;
 pub mod prompt;
 pub mod render;
 pub mod rows;
@@ -62,6 +63,8 @@ pub enum Msg {
     Extras(Extras),
     /// The topology thread's facts for the detail pane.
     Facts(Box<rows::detail::Facts>),
+    /// The progress and result of an apply started with `P`.
+    PlanRun(rows::pinning::PlanRun),
     /// Shown in the status line; the TUI keeps running.
     Warn(String),
     /// The data thread cannot go on: leave the TUI and print this.
@@ -76,6 +79,8 @@ pub enum Cmd {
     Play(bool),
     /// Live: collect thread rows or not.
     ThreadRows(bool),
+    /// Live: apply this plan (`P`, confirmed).
+    ApplyPlan(Box<crate::plan::Plan>),
     Quit,
 }
 
@@ -124,7 +129,8 @@ const SIGNAL_GRACE: Duration = Duration::from_millis(1500);
 /// foreground). After [`SIGNAL_GRACE`] this thread restores the terminal as
 /// far as it still exists and exits with 128+signal. Exiting without
 /// unwinding is safe for kernel state: BPF links and the bpf_stats handle
-/// are file descriptors the kernel releases with the process.
+/// are file descriptors the kernel releases with the process, and an
+/// unjudged apply is restored first.
 fn spawn_watchdog(signal: Arc<AtomicUsize>) {
     std::thread::spawn(move || {
         loop {
@@ -136,6 +142,10 @@ fn spawn_watchdog(signal: Arc<AtomicUsize>) {
             }
             if sig != 0 {
                 std::thread::sleep(SIGNAL_GRACE);
+                // Changes an apply (`P`) wrote and has not judged yet
+                // outlive the process: undo them before the exit that
+                // skips every destructor.
+                crate::plan::steps::restore_all_armed();
                 term::restore();
                 std::process::exit(128 + sig as i32);
             }
@@ -190,6 +200,7 @@ fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
             app.facts = *f;
             app.rebuild();
         }
+        Msg::PlanRun(r) => app.set_plan_run(r),
         Msg::Warn(w) => app.message = Some(w),
         Msg::Fatal(e) => return Err(e),
     }
@@ -270,6 +281,9 @@ fn event_loop(
                     app.message = Some(match save(&s) {
                         Ok(m) | Err(m) => m,
                     });
+                }
+                Action::ApplyPlan(p) => {
+                    let _ = tx.send(Cmd::ApplyPlan(p));
                 }
                 Action::None => {}
             }

@@ -4,6 +4,7 @@
 pub mod calibration;
 pub mod netns;
 pub mod parked;
+pub mod plan_scene;
 pub mod prom;
 pub mod readme;
 pub mod run;

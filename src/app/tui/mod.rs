@@ -20,6 +20,7 @@ use crate::ui::app::{App, Options, Theme};
 use crate::ui::settings::Settings;
 use crate::ui::{Cmd, Msg};
 
+mod apply;
 mod replay;
 mod topology;
 
@@ -51,6 +52,8 @@ enum Due {
     Delay(f64),
     /// Thread rows on or off: a new baseline is needed.
     ThreadRows(bool),
+    /// `P`, confirmed.
+    Apply(Box<crate::plan::Plan>),
     /// The UI has gone.
     Quit,
 }
@@ -66,6 +69,7 @@ fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
         match rx.recv_timeout(ticker.deadline() - now) {
             Ok(Cmd::SetDelay(v)) => return Due::Delay(v),
             Ok(Cmd::ThreadRows(on)) => return Due::ThreadRows(on),
+            Ok(Cmd::ApplyPlan(p)) => return Due::Apply(p),
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Due::Quit,
             Ok(_) | Err(RecvTimeoutError::Timeout) => {}
         }
@@ -76,15 +80,28 @@ fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
 /// sender for log records (shown in the status line).
 pub(super) type Channels = (Receiver<Msg>, Sender<Cmd>, Sender<Msg>);
 
+/// The live data thread's last word: an apply it had not finished (to be
+/// dropped, which restores the host, once the terminal is back). Closed
+/// without a word when the thread died unwinding (which restored it).
+type Ended = Receiver<Option<apply::Applying>>;
+
+/// How long nettop waits at exit for the data thread to end, so an apply
+/// that has not reached its verdict restores the host before the process
+/// is gone.
+const DATA_THREAD_END: Duration = Duration::from_secs(10);
+
 /// First interval is short so the screen fills quickly; later ones use `-d`.
 const FIRST_INTERVAL: f64 = 0.5;
 
 /// Starts live collection. Returns only once the collector is up, so its
 /// errors are printed before the terminal is touched.
-fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
+fn start_live(cli: &Cli) -> anyhow::Result<(Channels, Ended)> {
     let sysroot = options::sysroot(cli);
     let cli_owned = cli.clone();
     let mut delay = cli.delay();
+    let (ended_tx, ended_rx) = mpsc::channel::<Option<apply::Applying>>();
+    let window = cli.measure.unwrap_or(crate::plan::measure::DEFAULT_WINDOW);
+    let state_dir = options::plan_state_dir(cli);
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctx, crx) = mpsc::channel::<Cmd>();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
@@ -109,56 +126,108 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
         let short = |d: f64| Duration::from_secs_f64(d.min(FIRST_INTERVAL));
         let mut ticker = Ticker::new(short(delay));
         let mut first = true;
-        loop {
-            match wait(&crx, &mut ticker) {
-                Due::Quit => return,
-                Due::Delay(d) => {
-                    // A new delay takes effect now rather than after the old one.
-                    delay = d;
-                    ticker.set_period(Duration::from_secs_f64(d), Instant::now());
-                    first = false;
+        // Thread rows as the UI wants them; an apply needs them meanwhile
+        // (its victims are threads).
+        let mut ui_threads = cli_owned.threads;
+        let mut applying: Option<apply::Applying> = None;
+        // Every way out of the loop (quit, the UI gone, a failed sample)
+        // hands an unfinished apply to the main thread, which restores
+        // the host once the terminal is back, so the warning is seen.
+        (|| {
+            loop {
+                match wait(&crx, &mut ticker) {
+                    Due::Quit => return,
+                    Due::Delay(d) => {
+                        // A new delay takes effect now rather than after the old one.
+                        delay = d;
+                        ticker.set_period(Duration::from_secs_f64(d), Instant::now());
+                        first = false;
+                    }
+                    Due::ThreadRows(on) => {
+                        ui_threads = on;
+                        if applying.is_some() {
+                            continue;
+                        }
+                        // Thread rows need a baseline: start a new interval
+                        // with them.
+                        if let Err(e) = live.set_threads(on) {
+                            let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                            return;
+                        }
+                        ticker.set_period(short(delay), Instant::now());
+                        first = true;
+                        continue;
+                    }
+                    Due::Apply(plan) => {
+                        if applying.is_some() {
+                            continue;
+                        }
+                        let started = if ui_threads {
+                            Ok(())
+                        } else {
+                            live.set_threads(true).map_err(|e| format!("{e:#}"))
+                        };
+                        let run = started.and_then(|()| {
+                            apply::Applying::start(*plan, &live, window, &state_dir)
+                        });
+                        let news = match run {
+                            Ok(a) => {
+                                let p = a.progress();
+                                applying = Some(a);
+                                p
+                            }
+                            Err(e) => apply::failed(&e),
+                        };
+                        if data_tx.send(Msg::PlanRun(news)).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Due::Tick if first => {
+                        ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
+                        first = false;
+                    }
+                    Due::Tick => {}
                 }
-                Due::ThreadRows(on) => {
-                    // Thread rows need a baseline: start a new interval
-                    // with them.
-                    if let Err(e) = live.set_threads(on) {
+                let frame = match live.next_frame() {
+                    Ok(f) => f,
+                    Err(e) => {
                         let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
                         return;
                     }
-                    ticker.set_period(short(delay), Instant::now());
-                    first = true;
-                    continue;
+                };
+                if let Ok(mut g) = ev.lock() {
+                    g.observed = crate::plan::measure::Observed::of(&frame);
+                    if g.want_threads {
+                        g.threads = live.threads_now();
+                        g.want_threads = false;
+                    }
                 }
-                Due::Tick if first => {
-                    ticker.set_period(Duration::from_secs_f64(delay), Instant::now());
-                    first = false;
+                if let Some(a) = applying.take() {
+                    let (rest, news) = a.step(&live);
+                    applying = rest;
+                    let news = match news {
+                        apply::Step::Running(p) => p,
+                        apply::Step::Done(p) => {
+                            if !ui_threads && let Err(e) = live.set_threads(false) {
+                                let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                                return;
+                            }
+                            p
+                        }
+                    };
+                    if data_tx.send(Msg::PlanRun(news)).is_err() {
+                        return;
+                    }
                 }
-                Due::Tick => {}
-            }
-            let frame = match live.next_frame() {
-                Ok(f) => f,
-                Err(e) => {
-                    let _ = data_tx.send(Msg::Fatal(format!("sampling failed: {e:#}")));
+                if !send_new_users(Some(&mut names), &frame, &data_tx)
+                    || data_tx.send(Msg::Frame(Box::new(frame))).is_err()
+                {
                     return;
                 }
-            };
-            if let Ok(mut g) = ev.lock() {
-                g.evidence.stolen_pct = frame
-                    .finest_rows()
-                    .iter()
-                    .map(|t| (t.tid, t.stolen_pct))
-                    .collect();
-                if g.want_threads {
-                    g.threads = live.threads_now();
-                    g.want_threads = false;
-                }
             }
-            if !send_new_users(Some(&mut names), &frame, &data_tx)
-                || data_tx.send(Msg::Frame(Box::new(frame))).is_err()
-            {
-                return;
-            }
-        }
+        })();
+        let _ = ended_tx.send(applying.take());
     });
     match ready_rx.recv() {
         Ok(Ok(())) => {}
@@ -167,7 +236,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<Channels> {
     }
     let warn = tx.clone();
     topology_thread(cli, Some(shared), tx);
-    Ok((rx, ctx, warn))
+    Ok(((rx, ctx, warn), ended_rx))
 }
 
 fn check_tty() -> anyhow::Result<()> {
@@ -187,6 +256,10 @@ fn ui_options(cli: &Cli) -> Options {
         cmdline: cli.command_line,
         forest: false,
         hide_idle: cli.hide_idle,
+        plan_measure_s: cli
+            .measure
+            .unwrap_or(crate::plan::measure::DEFAULT_WINDOW)
+            .as_secs_f64(),
         theme: Theme::from_env(),
         width,
         height,
@@ -235,8 +308,19 @@ pub fn run_live(cli: &Cli) -> anyhow::Result<u8> {
     let data_cli = with_settings(cli, &settings.0);
     // Collector errors (no permission, bad --sysroot, BPF refused) surface
     // here, before raw mode, as plain text.
-    let channels = start_live(&data_cli)?;
-    run_ui(cli, settings, channels)
+    let (channels, ended) = start_live(&data_cli)?;
+    let res = run_ui(cli, settings, channels);
+    // The UI has told the data thread to quit; an apply it was in the
+    // middle of restores the host here (and says so on stderr, now that
+    // the terminal is back).
+    match ended.recv_timeout(DATA_THREAD_END) {
+        Ok(unfinished) => drop(unfinished),
+        Err(RecvTimeoutError::Timeout) => {
+            crate::plan::steps::restore_all_armed();
+        }
+        Err(RecvTimeoutError::Disconnected) => {}
+    }
+    res
 }
 
 /// `nettop --replay FILE`: a recording in the TUI.

@@ -229,8 +229,8 @@ pub(crate) fn replay_loop<S: FrameSource>(
                 delay = d;
                 ticker.set_period(Duration::from_secs_f64(d), Instant::now());
             }
-            // A recording has the rows it has.
-            Ok(Cmd::ThreadRows(_)) => {}
+            // A recording has the rows it has, and no host to change.
+            Ok(Cmd::ThreadRows(_) | Cmd::ApplyPlan(_)) => {}
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) if !playing => {}
             Err(RecvTimeoutError::Timeout) => {
@@ -337,6 +337,7 @@ pub(super) fn start_replay(
         )]),
         pinning: None,
         devices: None,
+        plan: None,
     }));
     // The recorded configuration, linted with the recorded stolen time, off
     // the UI thread (it decodes up to RECORDED_EVIDENCE_FRAMES samples).
@@ -345,7 +346,12 @@ pub(super) fn start_replay(
     std::thread::spawn(move || {
         let (extras, facts) = match crate::app::pinning_check::load_recorded(&path) {
             Ok((topo, ev)) => {
-                let (extras, facts) = topology_extras(&topo, &ev);
+                let load = crate::plan::Load {
+                    measured: (!ev.stolen_pct.is_empty())
+                        .then(|| "the stolen time this recording measured".to_string()),
+                    ..Default::default()
+                };
+                let (extras, facts) = topology_extras(&topo, &ev, &load, &[]);
                 (extras, Some(facts))
             }
             Err(e) => (note_extras(LineKind::Note, format!("Replay: {e:#}")), None),

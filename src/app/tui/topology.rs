@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 
 use crate::app::cli::Cli;
 use crate::app::options;
+use crate::pinning::Evidence;
+use crate::plan::measure::Observed;
+use crate::plan::{Load, Plan};
 use crate::sys::ticker::Ticker;
+use crate::topology::HostTopology;
 use crate::ui::Msg;
 use crate::ui::app::Extras;
 use crate::ui::rows::detail::{self, Facts};
@@ -30,12 +34,13 @@ fn topology_refresh(scan_cpu: Duration) -> Duration {
 }
 
 /// What the collector thread shares with the topology thread: the latest
-/// per-thread stolen time, so the live pinning lint judges with
-/// measurements, and on request the task sampler's thread list, so a
-/// re-check does not walk /proc for every thread's affinity.
+/// frame's per-CPU load and per-thread CPU and stolen shares, so the live
+/// lint judges with measurements and the plan `P` applies is the one
+/// `--plan` would compute; and on request the task sampler's thread list,
+/// so a re-check does not walk /proc for every thread's affinity.
 #[derive(Default)]
 pub(super) struct Shared {
-    pub(super) evidence: crate::pinning::Evidence,
+    pub(super) observed: Observed,
     /// Set by the topology thread; the collector thread answers on its
     /// next frame by filling `threads`.
     pub(super) want_threads: bool,
@@ -71,41 +76,69 @@ fn threads_from(shared: &SharedState) -> Option<Vec<crate::sample::RawTask>> {
     None
 }
 
+/// How long the first lint waits for the collector's first frame.
+const FIRST_FRAME_WAIT: Duration = Duration::from_secs(3);
+
+/// Waits until the collector thread has observed one frame (or
+/// [`FIRST_FRAME_WAIT`] passed): a plan from the configuration alone would
+/// know no busy thread and no NET_RX, and the next lint is 15 s away.
+fn wait_first_frame(shared: &SharedState) {
+    let until = Instant::now() + FIRST_FRAME_WAIT;
+    while Instant::now() < until {
+        match shared.lock() {
+            Ok(g) if g.observed.load.measured.is_none() => {}
+            _ => return,
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The Devices, Topology and Pinning views' data from one topology, linted
-/// with `evidence` (live or recorded stolen time), and the detail pane's
-/// facts from the same lint.
+/// with `evidence` (live or recorded stolen time), the plan for it (spread
+/// by `load`, for the devices `nics` names when it names any), and the
+/// detail pane's facts from the same lint.
 pub(super) fn topology_extras(
-    t: &crate::topology::HostTopology,
-    evidence: &crate::pinning::Evidence,
+    t: &HostTopology,
+    evidence: &Evidence,
+    load: &Load,
+    nics: &[String],
 ) -> (Extras, Facts) {
     let report = crate::pinning::check(t, evidence);
     let mut pin = pinning::lines(&report);
-    pin.extend(plan_lines(t, &report, evidence));
+    let plan = if nics.is_empty() {
+        Ok(crate::plan::compute(t, &report, evidence, load))
+    } else {
+        let mut only = t.clone();
+        crate::plan::only_nics(&mut only, nics).map(|()| {
+            let report = crate::pinning::check(&only, evidence);
+            crate::plan::compute(&only, &report, evidence, load)
+        })
+    };
+    pin.push((LineKind::Normal, String::new()));
+    let plan = match plan {
+        Ok(p) => {
+            pin.extend(plan_lines(&p));
+            Some(Box::new(p))
+        }
+        Err(e) => {
+            pin.push((LineKind::Warn, format!("no plan: {e:#}")));
+            None
+        }
+    };
     let extras = Extras {
         devices: Some(devices::device_info(t)),
         topology: Some(topology::lines(t)),
         pinning: Some(pin),
+        plan,
     };
     (extras, detail::facts(t, &report))
 }
 
-/// The plan of `nettop --plan` for the same topology and evidence, under
-/// the findings: what to change as one layout, and how to apply it with
-/// the before/after check (`--apply` needs a terminal prompt or `--yes`,
-/// so it is not a key here).
-fn plan_lines(
-    t: &crate::topology::HostTopology,
-    report: &crate::pinning::Report,
-    evidence: &crate::pinning::Evidence,
-) -> Vec<(LineKind, String)> {
-    let load = crate::plan::Load {
-        measured: (!evidence.stolen_pct.is_empty())
-            .then(|| "the stolen time this session measured".to_string()),
-        ..Default::default()
-    };
-    let plan = crate::plan::compute(t, report, evidence, &load);
-    let mut v = vec![(LineKind::Normal, String::new())];
-    for (i, l) in crate::plan::render_text(&plan).lines().enumerate() {
+/// The plan of `nettop --plan` under the findings: what to change as one
+/// layout, and how to apply it with the before/after check.
+fn plan_lines(plan: &Plan) -> Vec<(LineKind, String)> {
+    let mut v = Vec::new();
+    for (i, l) in crate::plan::render_text(plan).lines().enumerate() {
         let kind = if i == 0 {
             LineKind::Heading
         } else if l.starts_with("no good layout") {
@@ -118,8 +151,8 @@ fn plan_lines(
     if plan.applied().next().is_some() {
         v.push((
             LineKind::Note,
-            "apply: nettop --plan --apply (revert file first, before/after measured, \
-             reverted when worse); undo: nettop --revert FILE"
+            "P applies it here (asks first): revert file, before/after measured, reverted \
+             when worse; or nettop --plan --apply. Undo: nettop --revert FILE"
                 .into(),
         ));
     }
@@ -140,6 +173,7 @@ pub(super) fn note_extras(kind: LineKind, text: String) -> Extras {
         topology: Some(l.clone()),
         pinning: Some(l),
         devices: None,
+        plan: None,
     }
 }
 
@@ -147,18 +181,24 @@ pub(super) fn note_extras(kind: LineKind, text: String) -> Extras {
 /// Topology and Pinning views' lines. Failures become a note in the views.
 pub(super) fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender<Msg>) {
     let mut opts = options::topology(cli);
+    let nics = cli.nics.clone();
     std::thread::spawn(move || {
         let mut ticker = Ticker::new(TOPOLOGY_REFRESH);
+        if let Some(sh) = &shared {
+            wait_first_frame(sh);
+        }
         loop {
             opts.known_threads = shared.as_ref().and_then(threads_from);
             let cpu0 = crate::sys::clock::thread_cputime_ns();
             let (mut extras, facts) = match crate::topology::load(&opts) {
-                Ok(t) => {
-                    let ev = shared
+                Ok(mut t) => {
+                    let obs = shared
                         .as_ref()
-                        .and_then(|e| e.lock().ok().map(|g| g.evidence.clone()))
+                        .and_then(|e| e.lock().ok().map(|g| g.observed.clone()))
                         .unwrap_or_default();
-                    let (extras, facts) = topology_extras(&t, &ev);
+                    let mut ev = Evidence::default();
+                    let load = obs.fold(&mut t, &mut ev);
+                    let (extras, facts) = topology_extras(&t, &ev, &load, &nics);
                     (extras, Some(facts))
                 }
                 Err(e) => (
@@ -222,7 +262,7 @@ mod tests {
             None,
         ))
         .unwrap();
-        let (extras, _) = topology_extras(&t, &Default::default());
+        let (extras, _) = topology_extras(&t, &Default::default(), &Load::default(), &[]);
         let lines = extras.pinning.unwrap();
         let at = |p: &str| lines.iter().position(|(_, l)| l.contains(p));
         let findings = at("nettop pinning check").unwrap();
@@ -230,6 +270,7 @@ mod tests {
         assert!(findings < plan);
         assert_eq!(lines[plan].0, LineKind::Heading);
         assert!(at("/proc/irq/123/smp_affinity_list: 22 -> 19").is_some_and(|i| i > plan));
-        assert!(at("apply: nettop --plan --apply").is_some());
+        assert!(at("P applies it here").is_some());
+        assert_eq!(extras.plan.map(|p| p.applied().count()), Some(6));
     }
 }

@@ -3,6 +3,15 @@
 
 use super::LineKind;
 
+/// An apply started from the TUI, as the data thread reports it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanRun {
+    /// Shown above the findings: progress, writes, before/after, verdict.
+    pub lines: Vec<(LineKind, String)>,
+    /// Until the verdict (or an error) another apply is refused.
+    pub running: bool,
+}
+
 /// Shown until the topology thread has linted once.
 pub fn waiting_lines() -> Vec<(LineKind, String)> {
     vec![(
