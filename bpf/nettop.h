@@ -26,6 +26,25 @@
 #define NT_INTR_OTHER 3
 #define NT_NR_INTR 4
 
+/*
+ * Handlers, for the per-CPU run counts (nt_cpu.runs). bpf_stats gives each
+ * program's run time and run count summed over all CPUs; each handler also
+ * counts its own runs on the CPU it runs on, so user space can share a
+ * program's time out over the CPUs it ran on (nettop's own cost per CPU).
+ * A handler's tp_btf and raw_tp twins share an index: only one of them is
+ * loaded. Mirrored by RUN_HANDLERS in src/collector/bpf/mod.rs.
+ */
+#define NT_RUN_IRQ_IN 0
+#define NT_RUN_IRQ_OUT 1
+#define NT_RUN_SYSVEC_IN 2
+#define NT_RUN_SYSVEC_OUT 3
+#define NT_RUN_SI_RAISE 4
+#define NT_RUN_SI_IN 5
+#define NT_RUN_SI_OUT 6
+#define NT_RUN_NAPI_POLL 7
+#define NT_RUN_TASK_EXIT 8
+#define NT_NR_RUNS 9
+
 /* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
 struct nt_acct {
 	__u64 hardirq_ns;
@@ -135,6 +154,8 @@ struct nt_cpu {
 	__u64 flush_deferred;
 	/* softirq runs whose raise was not seen (collector attached meanwhile) */
 	__u64 unknown_raise;
+	/* runs of each handler on this CPU, by NT_RUN_* (see there) */
+	__u64 runs[NT_NR_RUNS];
 };
 
 /*

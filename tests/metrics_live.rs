@@ -81,6 +81,7 @@ fn inputs(n: &BTreeMap<String, usize>, cpus: usize, bpf: bool) -> Inputs {
         tasks_bpf: get("nettop_task_stolen_seconds_total"),
         cgroup_rows: n.get("nettop_cgroup_info").copied(),
         programs: get("nettop_bpf_program_runs_total"),
+        own_bpf: get("nettop_cpu_own_bpf_ratio") > 0,
         host_packets: get("nettop_net_rx_per_packet_seconds") > 0,
         host_bytes: get("nettop_net_rx_per_byte_seconds") > 0,
     }

@@ -306,6 +306,52 @@ fn per_node_series_are_their_cpus_folded() {
     assert!(online.samples.iter().all(|(_, v)| *v == 64.0));
 }
 
+/// With `--bpf-stats` (the programs' per-CPU runs in the sample) each CPU
+/// gets one more series, nettop's own BPF cost (O·C in the doc's formula),
+/// and per node it is the node's CPUs summed. The fixture above runs
+/// without per-CPU runs, as the doc's table counts it.
+#[test]
+fn own_bpf_cost_is_one_series_per_cpu_summed_per_node() {
+    let host = host();
+    let with_runs = |k: u64| {
+        let mut s = sample(k);
+        for p in &mut s.health.as_mut().unwrap().programs {
+            p.cpu_runs = (0..u64::from(CPUS)).map(|c| k * (1 + c % 3)).collect();
+        }
+        s
+    };
+    let (prev, cur) = (with_runs(1), with_runs(2));
+    for (per_node, units) in [(false, CPUS as usize), (true, NODES as usize)] {
+        let x = inputs(&host, &prev, &cur, per_node);
+        let x = formula::Inputs { own_bpf: true, ..x };
+        let fams = openmetrics::families(&host, Some(&prev), &cur, &options(false, per_node));
+        let got = counts(&fams);
+        assert_eq!(got.get("nettop_cpu_own_bpf_ratio"), Some(&units));
+        let want: BTreeMap<String, usize> = formula::expected(&x, &[])
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(got, want, "per node {per_node}");
+        assert_eq!(got.values().sum::<usize>(), formula::closed_form(&x, false));
+    }
+    let own = |per_node: bool| -> Vec<f64> {
+        openmetrics::families(&host, Some(&prev), &cur, &options(false, per_node))
+            .into_iter()
+            .find(|f| f.name == "nettop_cpu_own_bpf_ratio")
+            .unwrap()
+            .samples
+            .iter()
+            .map(|s| s.1)
+            .collect()
+    };
+    let (by_cpu, by_node) = (own(false), own(true));
+    assert!(by_cpu.iter().all(|v| *v > 0.0), "{by_cpu:?}");
+    for (n, v) in by_node.iter().enumerate() {
+        let sum: f64 = by_cpu.iter().skip(n * 64).take(64).sum();
+        assert!((v - sum).abs() <= 1e-12, "node {n}: {v} vs {sum}");
+    }
+}
+
 #[test]
 fn excluded_families_are_neither_rendered_nor_listed() {
     let host = host();

@@ -112,7 +112,7 @@ pub struct Cli {
     pub no_bpf: bool,
 
     /// Enable kernel BPF run-time statistics while running (restored on exit)
-    /// so nettop reports its own BPF cost.
+    /// so nettop reports its own BPF cost, in all and per CPU (BPF%).
     #[arg(long = "bpf-stats", conflicts_with_all = ["no_bpf", "pinning_check"])]
     pub bpf_stats: bool,
 

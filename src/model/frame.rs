@@ -175,6 +175,17 @@ pub struct CpuView {
     /// (`model::cost`); absent without packets or without BPF.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net_rx_ns_per_packet: Option<f64>,
+    /// nettop's own BPF run time on this CPU over the interval, percent of
+    /// the CPU: each program's run time from the kernel's BPF stats, shared
+    /// out over the CPUs by the program's runs on each (its mean cost per
+    /// run × its runs here; see `compute::cpu::own_bpf_ns`). Not time on
+    /// top of the other columns: it is inside them (traced interrupt time,
+    /// HIDDEN~, the task that was running); it says how much of them is the
+    /// monitor. `None` (JSON null, `-` on screen) when it was not measured:
+    /// BPF run-time stats off (they need `--bpf-stats`), no BPF, or a
+    /// recording made before the per-CPU run counts.
+    #[serde(default)]
+    pub own_bpf_pct: Option<f64>,
 }
 
 /// One napi instance (device queue) over the interval, all CPUs.

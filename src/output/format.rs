@@ -16,6 +16,17 @@ pub fn fmt_pct_or_dash(v: f64) -> String {
     if v < 0.05 { "-".into() } else { fmt_pct(v) }
 }
 
+/// A percent of one CPU that is usually small (nettop's own BPF time on a
+/// CPU: hundredths matter there), in at most 5 characters: two decimals
+/// below 10, else as [`fmt_pct`]; `-` when it was not measured.
+pub fn fmt_fine_pct(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v < 9.995 => format!("{:.2}", v.max(0.0)),
+        Some(v) => fmt_pct(v),
+    }
+}
+
 /// A rate per second in at most 6 characters, SI prefixes: "950",
 /// "48.0k", "1.2M", "3.4G". The model never gives a negative or non-finite
 /// rate; if one came, "0" is the least wrong thing a column can say.
@@ -67,5 +78,10 @@ mod tests {
         assert_eq!(fmt_pct(250.0), "250");
         assert_eq!(fmt_pct_or_dash(0.04), "-");
         assert_eq!(fmt_pct_or_dash(0.06), "0.1");
+        assert_eq!(fmt_fine_pct(None), "-", "not measured is not 0");
+        assert_eq!(fmt_fine_pct(Some(0.0)), "0.00");
+        assert_eq!(fmt_fine_pct(Some(0.046)), "0.05");
+        assert_eq!(fmt_fine_pct(Some(9.996)), "10.0");
+        assert_eq!(fmt_fine_pct(Some(100.0)), "100");
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::columns::{self, ProcColumn, RowCtx};
-use super::format::fmt_rate;
+use super::format::{fmt_fine_pct, fmt_rate};
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
 
@@ -161,7 +161,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
     let _ = writeln!(
         out,
         "\n CPU NODE    us    sy    ni    id    wa    hi    si    st | T:hi  sysv  si:stl   inl   ksd | \
-         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~% ns/pkt"
+         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~% ns/pkt  bpf%"
     );
     let bpf = f.source == Source::Bpf;
     for c in &f.cpus {
@@ -186,7 +186,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
         if bpf {
             let _ = write!(
                 out,
-                "{:5.1} {:5.1} {:7.1} {:5.1} {:5.1} | {:>7} {:6.1} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:7.1} {:>6}",
+                "{:5.1} {:5.1} {:7.1} {:5.1} {:5.1} | {:>7} {:6.1} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:7.1} {:>6} {:>5}",
                 c.traced_hardirq_pct,
                 c.traced_sysvec_pct,
                 c.softirq_stolen_pct,
@@ -202,12 +202,13 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 c.ksoftirqd_pct,
                 c.hidden_pct,
                 c.net_rx_ns_per_packet
-                    .map_or("-".to_string(), |x| format!("{x:.0}"))
+                    .map_or("-".to_string(), |x| format!("{x:.0}")),
+                fmt_fine_pct(c.own_bpf_pct)
             );
         } else {
             let _ = write!(
                 out,
-                "{:>5} {:>5} {:>7} {:>5} {:>5} | {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:>7} {:>6}",
+                "{:>5} {:>5} {:>7} {:>5} {:>5} | {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:>7} {:>6} {:>5}",
                 "-",
                 "-",
                 "-",
@@ -221,6 +222,7 @@ fn cpu_table(out: &mut String, f: &Frame) {
                 "-",
                 fmt_rate(c.time_squeeze_per_s),
                 c.ksoftirqd_pct,
+                "-",
                 "-",
                 "-"
             );

@@ -187,6 +187,9 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 name: "handle_softirq_exit".into(),
                 run_cnt: k * 3000,
                 run_time_ns: k * 600_000,
+                // As recorded before programs counted their runs per CPU
+                // (the golden recordings are written from this).
+                cpu_runs: Vec::new(),
             }],
             missing_tracepoints: vec![],
             attach_mode: "tp_btf".into(),

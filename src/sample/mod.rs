@@ -334,8 +334,20 @@ pub struct RawDevice {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct ProgStat {
     pub name: String,
+    /// Runs and run time summed over all CPUs, as the kernel's BPF stats
+    /// keep them (both stay 0 unless `kernel.bpf_stats_enabled` is on,
+    /// which `--bpf-stats` holds).
     pub run_cnt: u64,
     pub run_time_ns: u64,
+    /// The program's runs on each CPU (index = CPU number), counted by the
+    /// program itself: the kernel keeps run time per CPU internally but
+    /// reports only the sum, so this is what shares `run_time_ns` out over
+    /// the CPUs it was spent on (`model::compute`, nettop's own cost per
+    /// CPU). Cumulative since the collector loaded. Filled only while BPF
+    /// stats are on (without run time there is nothing to share out), so
+    /// it costs recordings nothing otherwise; empty in older recordings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_runs: Vec<u64>,
 }
 
 /// Collector health: nothing is ever dropped silently.

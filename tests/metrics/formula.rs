@@ -32,6 +32,9 @@ pub struct Inputs {
     /// first sample).
     pub cgroup_rows: Option<usize>,
     pub programs: usize,
+    /// O: nettop's own BPF cost per CPU was measured (BPF stats on, with
+    /// per-CPU runs, from the second sample on).
+    pub own_bpf: bool,
     pub host_packets: bool,
     pub host_bytes: bool,
 }
@@ -110,6 +113,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ("nettop_bpf_recursion_misses_total", b(x.bpf)),
         ("nettop_bpf_program_run_seconds_total", x.programs),
         ("nettop_bpf_program_runs_total", x.programs),
+        ("nettop_cpu_own_bpf_ratio", b(x.own_bpf) * c),
         ("nettop_net_rx_per_packet_seconds", b(x.host_packets)),
         ("nettop_net_rx_per_byte_seconds", b(x.host_bytes)),
         ("nettop_cpu_net_rx_per_packet_seconds", x.units_with_packets),
@@ -147,11 +151,11 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
 
 /// The doc's closed form for a BPF host with a calibration, traffic on
 /// every CPU or node, every task row BPF-accounted and cgroups present:
-/// `26·C + S + 3I + 5D + Dₚ + D_b + 7T + 10G + 2K + 2R + X + Q + W + F + 11`,
+/// `(26 + O)·C + S + 3I + 5D + Dₚ + D_b + 7T + 10G + 2K + 2R + X + Q + W + F + 11`,
 /// less `13·C + 5D` with the node-exporter preset.
 pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
     let (per_unit, per_device) = if node_exporter { (13, 0) } else { (26, 5) };
-    per_unit * x.units
+    (per_unit + b(x.own_bpf)) * x.units
         + x.softirq
         + 3 * x.napi
         + per_device * x.devices

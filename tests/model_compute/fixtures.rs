@@ -122,7 +122,7 @@ pub fn process(f: &Frame, pid: u32) -> &TaskView {
 }
 
 /// Fields that are `Option`s in the frame: serialised as null when absent.
-pub const NULLABLE: &[&str] = &["node", "bpf_cpu_pct"];
+pub const NULLABLE: &[&str] = &["node", "bpf_cpu_pct", "own_bpf_pct"];
 
 /// Every number in the frame is finite. Walked serialised, so no field is
 /// missed; serde_json writes NaN and ±inf as null, so a null anywhere but
@@ -248,10 +248,12 @@ pub fn bpf_pair() -> (RawSample, RawSample) {
     let health = |map_full, unmatched_exits, run_cnt, run_time_ns| BpfHealth {
         map_full,
         unmatched_exits,
+        // Recorded before programs counted their runs per CPU.
         programs: vec![ProgStat {
             name: "softirq_exit".into(),
             run_cnt,
             run_time_ns,
+            ..Default::default()
         }],
         attach_mode: "tp_btf".into(),
         ..Default::default()

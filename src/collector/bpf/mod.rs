@@ -97,6 +97,46 @@ pub struct CpuCounters {
     pub acct: IrqAcct,
     pub net: CpuNet,
     pub health: CpuHealth,
+    /// Runs of each handler on this CPU, in [`RUN_HANDLERS`] order.
+    pub runs: [u64; NR_RUNS],
+}
+
+/// Number of handlers that count their own runs per CPU (`NT_NR_RUNS`).
+pub const NR_RUNS: usize = 9;
+
+/// The handlers in the order of their `NT_RUN_*` index in bpf/nettop.h,
+/// by program name without the `btf_`/`raw_` flavour prefix (a handler's
+/// two twins share a count; only one of them is loaded).
+///
+/// Why the programs count their own runs: bpf_stats reports a program's
+/// run time and run count summed over every CPU, and nettop's own cost has
+/// to be shown beside the CPU that paid it. The per-CPU counters the model
+/// already had do not count program runs (a nested hardirq's entry and
+/// exit, an unmatched exit, every softirq raise and every task exit run a
+/// program and count nothing there), so sharing out by them would be a
+/// guess. Timing each run in BPF instead would add two clock reads to
+/// every event, the very cost being measured; one add to a per-CPU word
+/// costs about a nanosecond and makes the split by runs exact.
+pub const RUN_HANDLERS: [&str; NR_RUNS] = [
+    "irq_in",
+    "irq_out",
+    "sysvec_in",
+    "sysvec_out",
+    "si_raise",
+    "si_in",
+    "si_out",
+    "napi_poll",
+    "task_exit",
+];
+
+/// A program's index in [`RUN_HANDLERS`]; `None` for the programs that
+/// count no runs (the flush, the task sampler).
+pub fn run_index(program: &str) -> Option<usize> {
+    let base = program
+        .strip_prefix("btf_")
+        .or_else(|| program.strip_prefix("raw_"))
+        .unwrap_or(program);
+    RUN_HANDLERS.iter().position(|h| *h == base)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -153,7 +193,7 @@ pub struct BpfCollector {
     /// Entries no pass saw at the previous sweep: swept when still unseen.
     stale: Vec<u32>,
     /// Holds `bpf_stats_enabled` on; the kernel restores it when closed.
-    _stats_fd: Option<OwnedFd>,
+    stats_fd: Option<OwnedFd>,
     /// The object's mmapped .bss (fake clock, calibration probe). Every
     /// access after load goes through this pointer, with volatile loads and
     /// stores, so the mapping is never also reached through a Rust reference
@@ -431,7 +471,7 @@ impl BpfCollector {
             sampler_error: None,
             sample_gen: 0,
             stale: Vec::new(),
-            _stats_fd: stats_fd,
+            stats_fd,
             bss,
         })
     }
@@ -571,6 +611,31 @@ mod tests {
             Some("irq_handler_entry")
         );
         assert_eq!(paired("softirq_raise"), None);
+    }
+
+    /// Every traced program of the object has a per-CPU run count, both
+    /// flavours the same one; the flush and the task sampler none. The
+    /// skeleton is opened, not loaded: no privileges needed.
+    #[test]
+    fn every_traced_program_counts_its_runs() {
+        let object: &mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let open = NettopSkelBuilder::default()
+            .open(object)
+            .expect("opening the BPF object");
+        let names: Vec<String> = open
+            .open_object()
+            .progs()
+            .map(|p| p.name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.len() > 10, "{names:?}");
+        for n in &names {
+            let counted = run_index(n).is_some();
+            let untraced = n == "nettop_flush" || n == "sample_tasks";
+            assert_eq!(counted, !untraced, "{n}");
+        }
+        assert_eq!(run_index("btf_si_out"), run_index("raw_si_out"));
+        assert_eq!(run_index("sysvec_out"), Some(3));
+        assert_eq!(run_index("btf_task_exit"), Some(NR_RUNS - 1));
     }
 
     #[test]

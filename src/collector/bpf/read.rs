@@ -65,6 +65,17 @@ impl BpfCollector {
         }
         h.programs = self.prog_stats();
         h.recursion_misses = self.recursion_misses();
+        // Per-CPU runs only while BPF stats are on (held by --bpf-stats or
+        // switched on by someone else): without run time there is nothing
+        // to share out, and recordings stay as small as before.
+        let stats_on = self.stats_fd.is_some() || h.programs.iter().any(|p| p.run_time_ns > 0);
+        if stats_on {
+            for p in &mut h.programs {
+                if let Some(i) = run_index(&p.name) {
+                    p.cpu_runs = out.cpus.iter().map(|c| c.runs[i]).collect();
+                }
+            }
+        }
         out.health = h;
         Ok(out)
     }
@@ -264,6 +275,7 @@ impl BpfCollector {
                 name,
                 run_cnt: i.run_cnt,
                 run_time_ns: i.run_time_ns,
+                cpu_runs: Vec::new(),
             })
             .collect()
     }
@@ -301,6 +313,7 @@ pub(super) fn cpu_counters_from(bytes: &[u8]) -> CpuCounters {
             flush_deferred: v.flush_deferred,
             unknown_raise: v.unknown_raise,
         },
+        runs: v.runs,
     }
 }
 

@@ -105,7 +105,87 @@ pub(super) fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu, ksoftirqd_ns: 
     }
 }
 
-pub(super) fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> CpuView {
+/// nettop's own BPF run time over the interval on each CPU, ns, by CPU
+/// number (CPUs missing from the map spent none); `None` when it was not
+/// measured.
+///
+/// The kernel's BPF stats give each program's run time and run count
+/// summed over all CPUs only; each program also counts its own runs per
+/// CPU (`ProgStat::cpu_runs`). A program's time is shared out by those
+/// runs: `Δrun_time × Δruns on the CPU / Δrun_cnt`, its mean cost per run
+/// times its runs there. The counts are exact, the per-run cost is the
+/// program's mean over all CPUs (what bpf_stats can tell; a CPU whose runs
+/// are dearer, e.g. more task switches to flush, is under-stated by that
+/// much, and another over-stated, never the total). The divisor is the
+/// larger of the kernel's run count and the per-CPU counts' sum (the two
+/// are read a moment apart), so the CPUs together never get more than the
+/// program's run time.
+///
+/// `None` without BPF, without run time (stats off: not measured is not
+/// zero), and when a program that ran has no per-CPU runs in either sample
+/// (a recording made before them): a figure missing some programs would
+/// under-state the monitor.
+pub(super) fn own_bpf_ns(
+    ctx: &Ctx,
+    prev: &RawSample,
+    cur: &RawSample,
+) -> Option<BTreeMap<u32, f64>> {
+    if ctx.source != Source::Bpf {
+        return None;
+    }
+    let c = cur.health.as_ref()?;
+    if !c.programs.iter().any(|p| p.run_time_ns > 0) {
+        return None;
+    }
+    let prev_progs: HashMap<&str, &ProgStat> = prev
+        .health
+        .iter()
+        .flat_map(|h| &h.programs)
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    let zero = ProgStat::default();
+    let mut out: BTreeMap<u32, f64> = BTreeMap::new();
+    for p in &c.programs {
+        let q = prev_progs.get(p.name.as_str()).copied().unwrap_or(&zero);
+        let dt = d(q.run_time_ns, p.run_time_ns);
+        if dt == 0 {
+            continue;
+        }
+        // A baseline that ran with stats on but has no per-CPU runs cannot
+        // be subtracted from.
+        if p.cpu_runs.is_empty() || (q.cpu_runs.is_empty() && q.run_cnt > 0) {
+            return None;
+        }
+        let runs: Vec<u64> = p
+            .cpu_runs
+            .iter()
+            .enumerate()
+            .map(|(i, n)| d(q.cpu_runs.get(i).copied().unwrap_or(0), *n))
+            .collect();
+        let counted = runs.iter().fold(0u64, |s, x| s.saturating_add(*x));
+        let divisor = d(q.run_cnt, p.run_cnt).max(counted);
+        if divisor == 0 {
+            continue;
+        }
+        for (cpu, n) in runs.iter().enumerate() {
+            if *n == 0 {
+                continue;
+            }
+            let Ok(cpu) = u32::try_from(cpu) else { break };
+            let ns = fin(dt as f64 * *n as f64 / divisor as f64);
+            *out.entry(cpu).or_default() += ns;
+        }
+    }
+    Some(out)
+}
+
+pub(super) fn cpu_view(
+    ctx: &Ctx,
+    host: &HostInfo,
+    cpu: u32,
+    k: &CpuCalc,
+    own_bpf: Option<&BTreeMap<u32, f64>>,
+) -> CpuView {
     let node = host.cpu_node.get(cpu as usize).copied();
     if !k.valid {
         return CpuView {
@@ -171,6 +251,7 @@ pub(super) fn cpu_view(ctx: &Ctx, host: &HostInfo, cpu: u32, k: &CpuCalc) -> Cpu
         v.packets_per_s = ctx.rate(k.net.napi_work as f64);
         v.budget_exhausted_per_s = ctx.rate(k.net.napi_budget_exhausted as f64);
         v.net_rx_ns_per_packet = cpu_cost(k).per_packet().map(fin);
+        v.own_bpf_pct = own_bpf.map(|m| ctx.pct_ns(m.get(&cpu).copied().unwrap_or(0.0)));
     } else {
         // Without napi tracing, packets are what softnet_stat says this CPU
         // processed (backlog/RPS included).

@@ -43,7 +43,7 @@ use super::hidden;
 use crate::sample::calibration::Calibration;
 use crate::sample::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NR_SOFTIRQS,
-    RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
+    ProgStat, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
 };
 
 /// Replaces NaN/inf (impossible by construction, but a frame must never
@@ -317,10 +317,14 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     };
 
     let empty = CpuCalc::default();
+    let own_bpf = own_bpf_ns(&ctx, prev, cur);
     let cpus: Vec<CpuView> = cur
         .cpus
         .iter()
-        .map(|c| cpu_view(&ctx, host, c.cpu, calcs.get(&c.cpu).unwrap_or(&empty)))
+        .map(|c| {
+            let k = calcs.get(&c.cpu).unwrap_or(&empty);
+            cpu_view(&ctx, host, c.cpu, k, own_bpf.as_ref())
+        })
         .collect();
 
     let summary = summarize(&cpus, &processes);
@@ -413,9 +417,10 @@ pub fn summarize(cpus: &[CpuView], processes: &[TaskView]) -> Summary {
     }
 }
 
-/// The network part of [`compute`]: CPUs, napi instances, devices and the
-/// summary's cost figures, without tasks (whose rows the metrics exporter
-/// builds its own way). Task-derived fields stay zero.
+/// The network part of [`compute`]: CPUs (with nettop's own BPF cost on
+/// each), napi instances, devices and the summary's cost figures, without
+/// tasks (whose rows the metrics exporter builds its own way). Task-derived
+/// fields stay zero.
 pub fn network(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     let light = |s: &RawSample| RawSample {
         seq: s.seq,
@@ -425,6 +430,8 @@ pub fn network(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         cpus: s.cpus.clone(),
         napi: s.napi.clone(),
         devices: s.devices.clone(),
+        // For the CPUs' own BPF cost: a few programs, no tasks.
+        health: s.health.clone(),
         ..Default::default()
     };
     compute(host, &light(prev), &light(cur))

@@ -1,6 +1,6 @@
 //! CPUs view: per CPU, mpstat-style shares as a bar, NET_RX and napi rates,
-//! the tasks interrupt work is stolen from, and sparklines of its STOLEN%
-//! and NET_RX/s history.
+//! nettop's own BPF time there, the tasks interrupt work is stolen from,
+//! and sparklines of its STOLEN% and NET_RX/s history.
 //!
 //! The sparklines are STOLEN% and NET_RX/s rather than busy %: the bar
 //! already shows how busy a CPU is now, and a CPU at 100 % busy looks the
@@ -16,14 +16,17 @@ use ratatui::widgets::{Cell, Row, Table};
 
 use super::table::{mark_selected, on_screen};
 use crate::model::frame::CpuView;
-use crate::output::format::{fmt_pct, fmt_rate};
+use crate::output::format::{fmt_fine_pct, fmt_pct, fmt_rate};
 use crate::ui::app::App;
 use crate::ui::history::{Key, Series};
 use crate::ui::rows::View;
 use crate::ui::sparkline::PCT_SCALE;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
 
-pub(crate) const HEADER: &str = "Per CPU: bar = usr sys ! irq # soft ~ steal; NET_RX actions, packets, NET_RX ns per packet, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it";
+/// The view's title line. BPF% comes early: a narrow terminal cuts the
+/// line, and what nettop itself costs is the one column whose meaning a
+/// reader cannot guess from the others.
+pub(crate) const HEADER: &str = "Per CPU: bar = usr sys ! irq # soft ~ steal; BPF% = nettop's own BPF time on it (needs --bpf-stats, else -); NET_RX actions, packets, NET_RX ns per packet, napi polls, budget exhausted, time_squeeze per second; victims = most stolen-from tasks last on it";
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum CpuCol {
@@ -43,6 +46,7 @@ enum CpuCol {
     Exh,
     Squeeze,
     Ksoftirqd,
+    OwnBpf,
     Victims,
     StolenHist,
     NetRxHist,
@@ -69,18 +73,22 @@ fn cpu_cols() -> Vec<(CpuCol, u16, &'static str)> {
         (Exh, 5, "EXH/s"),
         (Squeeze, 5, "SQZ/s"),
         (Ksoftirqd, 6, "KSIRQ%"),
+        (OwnBpf, 5, "BPF%"),
         (Victims, 22, "VICTIMS (stolen)"),
         (StolenHist, 16, "STOLEN% HIST"),
         (NetRxHist, 16, "NETRX/s HIST"),
     ]
 }
 
-const CPU_PRIORITY: [CpuCol; 19] = [
+const CPU_PRIORITY: [CpuCol; 20] = [
     CpuCol::Cpu,
     CpuCol::Bar,
     CpuCol::Soft,
     CpuCol::NetRx,
     CpuCol::Victims,
+    // The monitor's own cost beside what it reports, before the finer
+    // rates: without it part of what a victim loses looks like the host's.
+    CpuCol::OwnBpf,
     CpuCol::Pkts,
     CpuCol::NsPkt,
     CpuCol::Polls,
@@ -240,6 +248,7 @@ fn cpu_cell<'a>(app: &App, s: &Sty, c: &CpuView, col: CpuCol, w: usize) -> Cell<
         CpuCol::Exh => rate(c.budget_exhausted_per_s, hot(c.budget_exhausted_per_s)),
         CpuCol::Squeeze => rate(c.time_squeeze_per_s, hot(c.time_squeeze_per_s)),
         CpuCol::Ksoftirqd => num(c.ksoftirqd_pct),
+        CpuCol::OwnBpf => Cell::from(fit(&fmt_fine_pct(c.own_bpf_pct), w, true)),
         CpuCol::Victims => {
             let v = app
                 .cpu_rows

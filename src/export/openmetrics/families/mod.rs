@@ -139,6 +139,7 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_bpf_recursion_misses", NO, "BPF programs skipped because another ran on the CPU", |s, o| health(s, o, |h| h.recursion_misses as f64)),
     def(Counter, "nettop_bpf_program_run_seconds", S, "Run time of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| secs(p.run_time_ns))),
     def(Counter, "nettop_bpf_program_runs", NO, "Runs of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| p.run_cnt as f64)),
+    cpu(Gauge, "nettop_cpu_own_bpf_ratio", NO, "nettop's own BPF run time on the CPU over the last interval, fraction of the CPU (with --bpf-stats): each program's run time shared out by its runs there (per node: summed over its CPUs)", Sum, cpu_own_bpf),
     // The cost of a received packet over the last interval (model::cost).
     def(Gauge, "nettop_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet over the last interval, all CPUs", netcost::host_per_packet),
     def(Gauge, "nettop_net_rx_per_byte_seconds", S, "NET_RX softirq time per byte received by all devices over the last interval (x 1.25e8: CPUs busy per Gbit/s)", netcost::host_per_byte),
@@ -238,6 +239,19 @@ fn cpu_interruptions(s: &Scrape, o: &mut Samples) {
 fn cpu_hidden(s: &Scrape, o: &mut Samples) {
     if let Some(cal) = s.cal {
         per_cpu_irq(s, o, |a| cal.hidden_ns(a) / 1e9);
+    }
+}
+
+/// From the model's CPU rows over the last interval ([`Scrape::net`]): a
+/// gauge, not a counter, because the per-CPU split exists only per
+/// interval (a program's time is shared out at its mean cost per run in
+/// that interval, and a cumulative share could go backwards when that
+/// mean moves). CPUs without the figure (BPF stats off) have no series.
+fn cpu_own_bpf(s: &Scrape, o: &mut Samples) {
+    for c in s.net.iter().flat_map(|f| &f.cpus) {
+        if let Some(v) = c.own_bpf_pct {
+            o.push((vec![("cpu", c.cpu.to_string())], v / 100.0));
+        }
     }
 }
 
