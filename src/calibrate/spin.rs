@@ -230,6 +230,13 @@ pub struct Schedule {
     pub every: Duration,
     /// The sender leaves every odd window quiet (a differential measure).
     pub quiet_odd: bool,
+    /// The window in which the sender induces TLB shootdowns and wake-ups;
+    /// every other induced window has the IPI and the RPS datagram only.
+    /// Apart, because mixed into the IPI's windows they moved its
+    /// calibrated cost by up to 1.6 µs between runs and the RPS and IPI
+    /// oracles missed by up to 11 points (BENCHMARKS.md): each class's
+    /// gaps are then measured without the others' after-effects.
+    pub classes_window: Option<u32>,
 }
 
 /// The spinner measures its loop step for this long before each window.
@@ -290,12 +297,13 @@ enum Kind {
 /// [`spin_until`]). An expedited private membarrier interrupts every other
 /// CPU that runs one of this process's threads right now: with the spinner
 /// the only other running thread, that is one `call_function_single` IPI
-/// to the spinner's CPU, the vector RPS uses. Turns rotate between that,
-/// (with `rps_to`) a loopback RPS datagram, which reaches that CPU as the
-/// same IPI with a NET_RX softirq in its tail ([`super::rps`]), a TLB
-/// shootdown ([`super::tlb`]) and (with `rps_to`) a wake-up of a thread
-/// sleeping on that CPU, a reschedule IPI ([`super::resched`]); what cannot
-/// be set up is left out and the reason returned.
+/// to the spinner's CPU, the vector RPS uses. Turns alternate between that
+/// and (with `rps_to`) a loopback RPS datagram, which reaches that CPU as
+/// the same IPI with a NET_RX softirq in its tail ([`super::rps`]); in
+/// [`Schedule::classes_window`] between a TLB shootdown ([`super::tlb`])
+/// and (with `rps_to`) a wake-up of a thread sleeping on that CPU, a
+/// reschedule IPI ([`super::resched`]). What cannot be set up is left out
+/// and the reason returned.
 pub fn send_ipis(
     stop: &AtomicBool,
     sched: &Schedule,
@@ -326,17 +334,16 @@ pub fn send_ipis(
         }
         None => None,
     };
-    // Turns, in this order (those that could be set up): a pure IPI, an
-    // RPS datagram, a TLB shootdown, a pure IPI, an RPS datagram, a
-    // wake-up. The IPI and its softirq keep a third of the turns each (the
-    // table needs 200 clean IPI gaps); TLB shootdowns leave cleaner gaps
-    // and wake-ups need fewer samples, a sixth each.
-    let kinds: Vec<Kind> = [
-        Some(Kind::Ipi),
-        rps.as_ref().map(|_| Kind::Rps),
+    // Turns alternate, in the IPI's windows, between a pure IPI and (when
+    // set up) an RPS datagram, as they always did; in the classes' window
+    // between a TLB shootdown and a wake-up (those set up; a pure IPI when
+    // neither is).
+    let ipi_kinds: Vec<Kind> = [Some(Kind::Ipi), rps.as_ref().map(|_| Kind::Rps)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let class_kinds: Vec<Kind> = [
         tlb.as_ref().map(|_| Kind::Tlb),
-        Some(Kind::Ipi),
-        rps.as_ref().map(|_| Kind::Rps),
         waker.as_ref().map(|_| Kind::Resched),
     ]
     .into_iter()
@@ -352,6 +359,11 @@ pub fn send_ipis(
         sleep_until(start);
         let mut next = Instant::now();
         let mut turn = 0usize;
+        let kinds = if sched.classes_window == Some(i) && !class_kinds.is_empty() {
+            &class_kinds
+        } else {
+            &ipi_kinds
+        };
         while Instant::now() < end {
             if stop.load(Ordering::Relaxed) {
                 break 'windows;

@@ -131,7 +131,9 @@ pub fn table(
             // moment it was woken, before the IPI even arrived: its run
             // time holds the IPI and the switch, and more.
             notes.push(format!(
-                "reschedule IPIs: the woken thread was charged {:.1} µs per wake-up, more than                  the {:.1} µs its gap took: the kernel bills the IPI and the switch to the woken                  task, nothing is left to charge the interrupted one",
+                "reschedule IPIs: the woken thread was charged {:.1} µs per wake-up, more than \
+                 the {:.1} µs its gap took: the kernel bills the IPI and the switch to the woken \
+                 task, nothing is left to charge the interrupted one",
                 woken_ns / 1e3,
                 (resched.hidden_ns + resched.traced_ns) / 1e3
             ));
