@@ -42,7 +42,7 @@ table() {
     for i in $(seq "$ROUNDS"); do
         "$NETTOP" --calibrate --json --cache-dir "$CACHE" | jq -r --arg i "$i" '
             . as $c
-            | ["ipi", "timer", "softirq"][] as $k
+            | ["ipi", "timer", "tlb", "resched", "softirq"][] as $k
             | $c[$k] as $x
             | "| \($i) | \($c.cpu) | \($k)\(if $x.basis == "same_as_ipi" then " (= ipi)" elif $x.basis == "not_measured" then " (not measured)" else "" end) | \($x.samples) | \($x.traced_ns | floor) | \($x.hidden_ns | floor) | \($x.spread_ns | floor) | \($c.untraced_gaps_per_s | floor) | \($c.cost_cpu_ms | floor) | \($c.wall_ms | floor) |"'
         sleep 1

@@ -40,8 +40,10 @@ __u64 fake_now_ns = 0;
 __u32 probe_cpu1 = 0;
 struct nt_probe probe = {};
 
-/* Outermost hardirq kind: NT_KIND_DEVICE or an nt_sysvec index. */
+/* Outermost hardirq kind: NT_KIND_DEVICE, NT_KIND_TLB or an nt_sysvec index. */
 #define NT_KIND_DEVICE 255
+/* A call-function IPI whose handler flushed this CPU's TLB for another. */
+#define NT_KIND_TLB 254
 enum nt_sysvec {
 	SV_LOCAL_TIMER,
 	SV_RESCHEDULE,
@@ -387,7 +389,10 @@ static __always_inline __u32 intr_class(__u32 kind)
 		return NT_INTR_DEVICE;
 	case SV_LOCAL_TIMER:
 		return NT_INTR_TIMER;
+	case NT_KIND_TLB:
+		return NT_INTR_TLB;
 	case SV_RESCHEDULE:
+		return NT_INTR_RESCHED;
 	case SV_CALL_FUNCTION:
 	case SV_CALL_FUNCTION_SINGLE:
 	case SV_IRQ_WORK:
@@ -404,8 +409,12 @@ static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si
 {
 	if (cls == NT_INTR_TIMER)
 		a->timer_count++;
-	else if (cls == NT_INTR_IPI)
+	else if (cls == NT_INTR_IPI || cls == NT_INTR_TLB || cls == NT_INTR_RESCHED)
 		a->ipi_count++;
+	if (cls == NT_INTR_TLB)
+		a->tlb_count++;
+	else if (cls == NT_INTR_RESCHED)
+		a->resched_count++;
 	if (in_si && cls < NT_NR_INTR)
 		a->in_softirq[cls]++;
 }
@@ -601,6 +610,43 @@ SEC("raw_tp")
 int sysvec_out(struct bpf_raw_tracepoint_args *ctx)
 {
 	return on_hardirq_exit(NT_RUN_SYSVEC_OUT);
+}
+
+/*
+ * TLB shootdowns: a call-function IPI is classified by what its handler
+ * did. flush_tlb_func() traces tlb_flush with TLB_REMOTE_SHOOTDOWN when it
+ * runs for another CPU, i.e. inside that IPI; the outermost hardirq then
+ * becomes a TLB shootdown, whose cost (flush, then TLB refills: in a VM
+ * two-dimensional page walks) is calibrated apart from a plain IPI's.
+ * tlb_flush also fires at context switches and local flushes: those
+ * return after one compare. Written only in hardirq context (hi_kind).
+ */
+static __always_inline int on_tlb_flush(int reason)
+{
+	struct pcpu *pc;
+	__u32 kind;
+
+	if (reason != TLB_REMOTE_SHOOTDOWN)
+		return 0;
+	pc = get_pcpu();
+	if (!pc || !pc->st.hi_depth)
+		return 0;
+	kind = pc->st.hi_kind;
+	if (kind == SV_CALL_FUNCTION || kind == SV_CALL_FUNCTION_SINGLE)
+		pc->st.hi_kind = NT_KIND_TLB;
+	return 0;
+}
+
+SEC("tp_btf/tlb_flush")
+int BPF_PROG(btf_tlb_flush, int reason, unsigned long pages)
+{
+	return on_tlb_flush(reason);
+}
+
+SEC("raw_tp/tlb_flush")
+int BPF_PROG(raw_tlb_flush, int reason, unsigned long pages)
+{
+	return on_tlb_flush(reason);
 }
 
 /* ---------------------------------------------------------------- softirq */

@@ -24,7 +24,12 @@
 #define NT_INTR_TIMER 1
 #define NT_INTR_IPI 2
 #define NT_INTR_OTHER 3
-#define NT_NR_INTR 4
+/* Split off the IPIs by what they do: a call-function IPI that ran a
+ * remote TLB flush (tlb:tlb_flush, TLB_REMOTE_SHOOTDOWN, inside it), and
+ * the reschedule vector. Both still count in ipi_count. */
+#define NT_INTR_TLB 4
+#define NT_INTR_RESCHED 5
+#define NT_NR_INTR 6
 
 /*
  * Handlers, for the per-CPU run counts (nt_cpu.runs). bpf_stats gives each
@@ -64,6 +69,10 @@ struct nt_acct {
 	 * inside a stolen softirq run. Their untraced entry/exit cost lies
 	 * within that run's span, so STOLEN already holds it. */
 	__u64 in_softirq[NT_NR_INTR];
+	/* Of ipi_count: TLB shootdowns and reschedule IPIs (their own
+	 * calibrated costs; the rest of ipi_count is the plain IPI class). */
+	__u64 tlb_count;
+	__u64 resched_count;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process

@@ -78,11 +78,11 @@ fn nested_hardirq_is_subtracted_from_softirq_once() {
     assert_eq!(me.acct.softirq_count[NET_RX], 1);
     assert_eq!(
         me.acct.in_softirq_count,
-        [1, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0],
         "the second IRQ landed in the stolen run"
     );
     let cpu = &r.cpus[0];
-    assert_eq!(cpu.acct.in_softirq_count, [1, 0, 0, 0]);
+    assert_eq!(cpu.acct.in_softirq_count, [1, 0, 0, 0, 0, 0]);
     assert_eq!(cpu.acct.hardirq_ns, 800);
     assert_eq!(cpu.acct.softirq_ns[CTX_STOLEN][NET_RX], 700);
     assert_eq!(cpu.net.net_rx_actions, 1);
@@ -102,7 +102,7 @@ fn softirq_raised_by_the_task_itself_is_inline() {
     d.at(10_700, "softirq_exit", &[NET_RX as u64]);
     let r = d.read();
     let me = r.tasks.get(&common::gettid()).expect("charged");
-    assert_eq!(me.acct.in_softirq_count, [0; 4]);
+    assert_eq!(me.acct.in_softirq_count, [0; 6]);
     assert_eq!(me.acct.softirq_ns[CTX_INLINE][NET_RX], 500);
     assert_eq!(me.acct.softirq_ns[CTX_STOLEN][NET_RX], 0);
     assert_eq!(
@@ -208,8 +208,8 @@ fn batches_follow_the_current_task_and_keep_start_times() {
     assert_eq!(me.start_boottime_ns / (1_000_000_000 / hz), start_ticks);
 }
 
-/// Interruptions are counted by class (device, timer, IPI, other) for the
-/// task and the CPU, and the calibration probe of the CPU being calibrated
+/// Interruptions are counted by class (device, timer, IPI, other, TLB
+/// shootdown, reschedule) for the task and the CPU, and the calibration probe of the CPU being calibrated
 /// sees each with its traced time; a probe set on another CPU sees nothing.
 #[test]
 fn interruptions_are_classed_and_probed() {
@@ -254,22 +254,44 @@ fn interruptions_are_classed_and_probed() {
     at(t + 230, "reschedule_exit", &[0xfd]);
     at(t + 500, "softirq_exit", &[NET_RX as u64]);
 
+    // A call-function IPI whose handler flushed this CPU's TLB for
+    // another (TLB_REMOTE_SHOOTDOWN = 1) is a TLB shootdown; flushes at a
+    // context switch (0) or in a reschedule IPI's handler change nothing.
+    let t = t + 10_000;
+    at(t, "tlb_flush", &[0, 1]);
+    at(t + 100, "call_function_entry", &[0xfc]);
+    at(t + 150, "tlb_flush", &[1, 1]);
+    at(t + 900, "call_function_exit", &[0xfc]);
+    at(t + 1_000, "reschedule_entry", &[0xfd]);
+    at(t + 1_010, "tlb_flush", &[1, 1]);
+    at(t + 1_040, "reschedule_exit", &[0xfd]);
+
     let p = probe.read();
-    assert_eq!(p.intr, [1, 1, 4, 1], "device, timer, IPI, other");
+    assert_eq!(
+        p.intr,
+        [1, 1, 3, 1, 1, 2],
+        "device, timer, IPI, other, TLB, reschedule"
+    );
     assert_eq!(p.softirq_runs, 1);
-    assert_eq!(p.traced_ns, 200 + 1_000 + 300 + 100 + 50 + 70 + 20 + 400);
+    assert_eq!(
+        p.traced_ns,
+        200 + 1_000 + 300 + 100 + 50 + 70 + 20 + 400 + 800 + 40
+    );
     drop(probe);
 
     let r = d.read();
     let me = r.tasks.get(&common::gettid()).expect("charged");
     // The device IRQ before the probe was armed counts for the task too.
     assert_eq!(me.acct.hardirq_count, 2);
-    assert_eq!(me.acct.sysvec_count, 7);
-    assert_eq!((me.acct.timer_count, me.acct.ipi_count), (1, 5));
-    assert_eq!(me.acct.in_softirq_count, [0, 0, 1, 0]);
+    assert_eq!(me.acct.sysvec_count, 9);
+    // ipi_count holds every IPI; TLB shootdowns and reschedules are of it.
+    assert_eq!((me.acct.timer_count, me.acct.ipi_count), (1, 7));
+    assert_eq!((me.acct.tlb_count, me.acct.resched_count), (1, 3));
+    assert_eq!(me.acct.in_softirq_count, [0, 0, 0, 0, 0, 1]);
     assert_eq!(me.acct.softirq_stolen_count, 1, "the IPI's NET_RX");
     let cpu = &r.cpus[0];
-    assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 5));
-    assert_eq!(cpu.acct.in_softirq_count, [0, 0, 1, 0]);
+    assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 7));
+    assert_eq!((cpu.acct.tlb_count, cpu.acct.resched_count), (1, 3));
+    assert_eq!(cpu.acct.in_softirq_count, [0, 0, 0, 0, 0, 1]);
     assert_eq!(cpu.acct.softirq_stolen_count, 1);
 }

@@ -70,6 +70,7 @@ pub fn key(root: &Sysroot, host: &HostInfo, attach_mode: &str) -> CalibrationKey
         hypervisor: hypervisor(root, &cpuinfo),
         boot_id: host.boot_id.clone(),
         nettop: format!("{} {attach_mode}", env!("CARGO_PKG_VERSION")),
+        classes: crate::sample::calibration::class_key(),
     }
 }
 

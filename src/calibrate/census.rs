@@ -4,8 +4,10 @@
 
 use super::spin::{Gap, Window};
 
+use crate::sample::NR_INTR_CLASSES as N;
+
 /// Interruption classes, in the order of `struct nt_probe.intr`.
-pub const CLASSES: [&str; 4] = ["device", "timer", "ipi", "other"];
+pub const CLASSES: [&str; N] = crate::sample::INTR_CLASSES;
 
 /// Robust summary of one class's per-interruption samples.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,12 +30,12 @@ pub struct Estimate {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Census {
     /// Gaps holding exactly one interruption of a class and no softirq.
-    pub single: [Estimate; 4],
+    pub single: [Estimate; N],
     /// Gaps holding one interruption of a class and one softirq run in its
     /// tail (an RPS IPI and its NET_RX, a tick and its TIMER softirq):
     /// their hidden time minus the class's `single` one is the softirq's
     /// own untraced cost.
-    pub with_softirq: [Estimate; 4],
+    pub with_softirq: [Estimate; N],
     /// Gaps without any traced interruption (the hypervisor's own work, SMIs,
     /// clock-read stalls): count and total length. Not an interruption cost,
     /// it stays out of every estimate.
@@ -91,10 +93,10 @@ fn estimate(traced: &[f64], hidden: &[f64]) -> Estimate {
 /// Sorts gaps by content and estimates each class's hidden cost.
 pub fn census<'a>(gaps: impl IntoIterator<Item = &'a Gap>) -> Census {
     let mut c = Census::default();
-    let mut traced: [Vec<f64>; 4] = Default::default();
-    let mut hidden: [Vec<f64>; 4] = Default::default();
-    let mut traced_si: [Vec<f64>; 4] = Default::default();
-    let mut hidden_si: [Vec<f64>; 4] = Default::default();
+    let mut traced: [Vec<f64>; N] = Default::default();
+    let mut hidden: [Vec<f64>; N] = Default::default();
+    let mut traced_si: [Vec<f64>; N] = Default::default();
+    let mut hidden_si: [Vec<f64>; N] = Default::default();
     for g in gaps {
         c.gaps += 1;
         let n = g.interruptions();
@@ -125,7 +127,7 @@ pub fn census<'a>(gaps: impl IntoIterator<Item = &'a Gap>) -> Census {
             _ => c.compound_gaps += 1,
         }
     }
-    for k in 0..4 {
+    for k in 0..N {
         c.single[k] = estimate(&traced[k], &hidden[k]);
         c.with_softirq[k] = estimate(&traced_si[k], &hidden_si[k]);
     }
@@ -138,7 +140,7 @@ pub fn census<'a>(gaps: impl IntoIterator<Item = &'a Gap>) -> Census {
 struct Totals {
     lost: f64,
     traced: f64,
-    intr: [f64; 4],
+    intr: [f64; N],
     softirqs: f64,
 }
 
@@ -169,18 +171,19 @@ const MIN_PAIR_IPIS: f64 = 50.0;
 /// does alone, so the interruptions' true marginal cost is lower: on the
 /// development VM by up to 18 % (0.82–1.01 of it). The victim of an interrupt load loses the
 /// marginal cost; HIDDEN~ charges it. `None` when no pair had enough IPIs.
-pub fn marginal_ratio(windows: &[Window], cost: [f64; 4], softirq_cost: f64) -> Option<f64> {
+pub fn marginal_ratio(windows: &[Window], cost: [f64; N], softirq_cost: f64) -> Option<f64> {
     let mut ratios: Vec<f64> = windows
         .windows(2)
         .filter(|p| p[0].induced && !p[1].induced && p[0].wall_ns > 0 && p[1].wall_ns > 0)
         .filter_map(|p| {
             let (on, off) = (totals(&p[0]), totals(&p[1]));
             let s = p[0].wall_ns as f64 / p[1].wall_ns as f64;
-            if on.intr[2] - off.intr[2] * s < MIN_PAIR_IPIS {
+            let induced = |t: &Totals| t.intr[2] + t.intr[4] + t.intr[5];
+            if induced(&on) - induced(&off) * s < MIN_PAIR_IPIS {
                 return None;
             }
             let untraced = (on.lost - off.lost * s) - (on.traced - off.traced * s);
-            let predicted: f64 = (0..4)
+            let predicted: f64 = (0..N)
                 .map(|k| (on.intr[k] - off.intr[k] * s) * cost[k])
                 .sum::<f64>()
                 + (on.softirqs - off.softirqs * s) * softirq_cost;
@@ -203,7 +206,7 @@ pub fn marginal_ratio(windows: &[Window], cost: [f64; 4], softirq_cost: f64) -> 
 mod tests {
     use super::*;
 
-    fn gap(len: u64, traced: u64, intr: [u64; 4], softirqs: u64) -> Gap {
+    fn gap(len: u64, traced: u64, intr: [u64; N], softirqs: u64) -> Gap {
         Gap {
             at_ns: 0,
             len_ns: len,
@@ -219,26 +222,26 @@ mod tests {
         // 100 IPIs: 3.5 µs gaps with 0.5 µs traced, i.e. 3 µs hidden each,
         // with a little jitter.
         for i in 0..100 {
-            gaps.push(gap(3_500 + (i % 5) * 10, 500, [0, 0, 1, 0], 0));
+            gaps.push(gap(3_500 + (i % 5) * 10, 500, [0, 0, 1, 0, 0, 0], 0));
         }
         // One IPI that coincided with 25 µs of hypervisor work: an outlier.
-        gaps.push(gap(28_500, 500, [0, 0, 1, 0], 0));
+        gaps.push(gap(28_500, 500, [0, 0, 1, 0, 0, 0], 0));
         // 20 ticks of 20 µs, 15 traced: 5 µs hidden.
         for _ in 0..20 {
-            gaps.push(gap(20_000, 15_000, [0, 1, 0, 0], 0));
+            gaps.push(gap(20_000, 15_000, [0, 1, 0, 0, 0, 0], 0));
         }
         // 50 RPS IPIs with their NET_RX: 6 µs, 2.6 traced: 3.4 µs hidden.
         for _ in 0..50 {
-            gaps.push(gap(6_000, 2_600, [0, 0, 1, 0], 1));
+            gaps.push(gap(6_000, 2_600, [0, 0, 1, 0, 0, 0], 1));
         }
         // A tick with three softirqs in its tail: compound.
-        gaps.push(gap(30_000, 20_000, [0, 1, 0, 0], 3));
+        gaps.push(gap(30_000, 20_000, [0, 1, 0, 0, 0, 0], 3));
         // Hypervisor gaps: nothing traced.
         for _ in 0..7 {
-            gaps.push(gap(10_000, 0, [0; 4], 0));
+            gaps.push(gap(10_000, 0, [0; N], 0));
         }
         // An IPI and a tick in one gap: compound.
-        gaps.push(gap(30_000, 16_000, [0, 1, 1, 0], 0));
+        gaps.push(gap(30_000, 16_000, [0, 1, 1, 0, 0, 0], 0));
         let c = census(&gaps);
         assert_eq!(c.gaps, 180);
         assert_eq!((c.untraced_gaps, c.untraced_ns), (7, 70_000));
@@ -272,17 +275,19 @@ mod tests {
     /// = 1,190 µs untraced: 0.99 of what 3 µs each predicts.
     #[test]
     fn marginal_cost_against_quiet_windows() {
-        let mut on: Vec<Gap> = (0..400).map(|_| gap(3_500, 500, [0, 0, 1, 0], 0)).collect();
+        let mut on: Vec<Gap> = (0..400)
+            .map(|_| gap(3_500, 500, [0, 0, 1, 0, 0, 0], 0))
+            .collect();
         on[0].len_ns += 20_000;
         on[1].len_ns += 20_000;
-        let off = vec![gap(25_000, 0, [0; 4], 0); 2];
+        let off = vec![gap(25_000, 0, [0; N], 0); 2];
         let ws = vec![
             win(on.clone(), true),
             win(off.clone(), false),
             win(on, true),
             win(off, false),
         ];
-        let r = marginal_ratio(&ws, [0.0, 0.0, 3_000.0, 0.0], 0.0).expect("two pairs");
+        let r = marginal_ratio(&ws, [0.0, 0.0, 3_000.0, 0.0, 0.0, 0.0], 0.0).expect("two pairs");
         assert!((r - 1_190.0 / 1_200.0).abs() < 1e-9, "{r}");
         // Without quiet windows there is nothing to compare with.
         let all_on: Vec<Window> = ws
@@ -292,13 +297,19 @@ mod tests {
                 ..w.clone()
             })
             .collect();
-        assert_eq!(marginal_ratio(&all_on, [0.0, 0.0, 3_000.0, 0.0], 0.0), None);
+        assert_eq!(
+            marginal_ratio(&all_on, [0.0, 0.0, 3_000.0, 0.0, 0.0, 0.0], 0.0),
+            None
+        );
         // Too few IPIs in a pair: no estimate.
         let few = vec![
-            win(vec![gap(3_500, 500, [0, 0, 1, 0], 0); 10], true),
+            win(vec![gap(3_500, 500, [0, 0, 1, 0, 0, 0], 0); 10], true),
             win(Vec::new(), false),
         ];
-        assert_eq!(marginal_ratio(&few, [0.0, 0.0, 3_000.0, 0.0], 0.0), None);
+        assert_eq!(
+            marginal_ratio(&few, [0.0, 0.0, 3_000.0, 0.0, 0.0, 0.0], 0.0),
+            None
+        );
     }
 
     #[test]

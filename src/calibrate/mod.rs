@@ -22,25 +22,28 @@
 pub mod cache;
 pub mod census;
 pub mod placement;
+pub mod resched;
 pub mod rps;
 pub mod spin;
+pub mod table;
+pub mod tlb;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 
 use crate::collector::Collector;
 use crate::collector::bpf::{BpfCollector, BpfOptions};
-use crate::sample::calibration::{Basis, Calibration, CalibrationKey, ClassCost};
+use crate::sample::calibration::{Calibration, CalibrationKey};
 use crate::sample::{HostInfo, Regime};
 use crate::sys::clock::thread_cputime_ns;
 use crate::sys::sysroot::Sysroot;
 
-use self::census::Census;
 use self::placement::Placement;
 use self::spin::Window;
+use self::table::table;
 
 /// How long and how hard to measure.
 #[derive(Debug, Clone)]
@@ -61,27 +64,15 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            windows: 10,
-            window: Duration::from_millis(20),
-            every: Duration::from_millis(100),
+            // Five IPI windows, five quiet ones and the classes' window
+            // (TLB shootdowns, wake-ups): 198 ms of spinning and ~1 s of
+            // wall time, as the ten windows of 20 ms every 100 ms were.
+            windows: 11,
+            window: Duration::from_millis(18),
+            every: Duration::from_millis(92),
             ipi_period: Duration::from_micros(20),
         }
     }
-}
-
-/// Fewer clean single-IPI gaps than this: the CPU was too busy to tell.
-const MIN_IPI_SAMPLES: u64 = 200;
-/// Fewer clean single-tick gaps than this: the timer takes the IPI's cost.
-const MIN_TIMER_SAMPLES: u64 = 10;
-/// A marginal/single-gap ratio outside this is no overlap effect but a
-/// change of the host's state between the windows of a pair.
-const MARGINAL_RATIO: std::ops::RangeInclusive<f64> = 0.5..=1.5;
-
-fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// What a measurement produced: the spinner's windows, the CPU time the
@@ -104,6 +95,8 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
         window: opts.window,
         every: opts.every,
         quiet_odd: true,
+        // The last induced window.
+        classes_window: (opts.windows >= 3).then(|| (opts.windows - 1) & !1),
     };
     std::thread::scope(|s| -> Result<Measured> {
         let sender = s.spawn(|| -> Result<(spin::Sent, u64)> {
@@ -131,204 +124,9 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
         let (sent, send_ns) = sent?;
         Ok(Measured {
             windows,
-            cpu_ns: spin_ns + send_ns + sent.receiver_cpu_ns,
+            cpu_ns: spin_ns + send_ns + sent.receiver_cpu_ns + sent.woken.cpu_ns,
             sent,
         })
-    })
-}
-
-/// Per-window estimates need this many samples in every window to be used.
-const MIN_WINDOW_SAMPLES: u64 = 50;
-
-/// A class's cost: pooled samples for the traced time and the spread; for
-/// the hidden cost, the median of the windows' own estimates when every
-/// window has enough samples. A burst of unrelated load that hits one window
-/// (the hypervisor busy elsewhere, another task's cache damage) then moves
-/// that window's estimate, not the table.
-fn class_cost(pooled: &census::Estimate, per_window: &[&census::Estimate]) -> ClassCost {
-    let hidden =
-        if !per_window.is_empty() && per_window.iter().all(|e| e.samples >= MIN_WINDOW_SAMPLES) {
-            let mut v: Vec<f64> = per_window.iter().map(|e| e.hidden_ns).collect();
-            v.sort_by(f64::total_cmp);
-            let n = v.len();
-            if n % 2 == 1 {
-                v[n / 2]
-            } else {
-                (v[n / 2 - 1] + v[n / 2]) / 2.0
-            }
-        } else {
-            pooled.hidden_ns
-        };
-    ClassCost {
-        basis: Basis::Measured,
-        samples: pooled.samples,
-        traced_ns: pooled.traced_ns,
-        hidden_ns: hidden.max(0.0),
-        spread_ns: pooled.spread_ns,
-    }
-}
-
-/// Builds the table from the windows' gaps (pure; see the module docs).
-pub fn table(
-    windows: &[Window],
-    key: CalibrationKey,
-    regime: Regime,
-    place: &Placement,
-) -> Result<Calibration> {
-    let c: Census = census::census(windows.iter().flat_map(|w| w.gaps.iter()));
-    // Per-window estimates of induced classes come from the windows the
-    // sender sent in; the quiet ones hold no IPIs.
-    let each: Vec<Census> = windows
-        .iter()
-        .filter(|w| w.induced)
-        .map(|w| census::census(&w.gaps))
-        .collect();
-    let of_class =
-        |k: usize| -> Vec<&census::Estimate> { each.iter().map(|e| &e.single[k]).collect() };
-    let ipi = &c.single[2];
-    if ipi.samples < MIN_IPI_SAMPLES {
-        bail!(
-            "only {} clean IPI gaps on CPU {} (need {MIN_IPI_SAMPLES}): the CPU was too busy \
-             ({} context switches); try again when it is quieter",
-            ipi.samples,
-            place.spinner,
-            windows.iter().map(|w| w.ctx_switches).sum::<u64>()
-        );
-    }
-    let ipi_cost = class_cost(ipi, &of_class(2));
-    let same_as_ipi = ClassCost {
-        basis: Basis::SameAsIpi,
-        samples: 0,
-        traced_ns: 0.0,
-        ..ipi_cost.clone()
-    };
-    let timer = if c.single[1].samples >= MIN_TIMER_SAMPLES {
-        class_cost(&c.single[1], &of_class(1))
-    } else {
-        same_as_ipi.clone()
-    };
-    // A softirq in an IPI's tail: what the IPI with it hid beyond the IPI
-    // alone, window by window.
-    let with_si = &c.with_softirq[2];
-    let softirq = if with_si.samples >= MIN_IPI_SAMPLES {
-        let per_window: Vec<census::Estimate> = each
-            .iter()
-            .map(|e| census::Estimate {
-                hidden_ns: e.with_softirq[2].hidden_ns - e.single[2].hidden_ns,
-                samples: e.with_softirq[2].samples.min(e.single[2].samples),
-                ..Default::default()
-            })
-            .collect();
-        let pooled = census::Estimate {
-            hidden_ns: with_si.hidden_ns - ipi.hidden_ns,
-            ..with_si.clone()
-        };
-        let refs: Vec<&census::Estimate> = per_window.iter().collect();
-        ClassCost {
-            // What the softirq run itself had traced (the gap's traced time
-            // beyond the IPI handler's).
-            traced_ns: with_si.traced_ns - ipi.traced_ns,
-            ..class_cost(&pooled, &refs)
-        }
-    } else {
-        ClassCost::not_measured()
-    };
-    // The single-gap costs, brought to what the interruptions took from
-    // the spinner beyond its quiet windows (see `census::marginal_ratio`).
-    let softirq_hidden = match softirq.basis {
-        Basis::NotMeasured => 0.0,
-        _ => softirq.hidden_ns,
-    };
-    let mut notes = Vec::new();
-    let marginal = census::marginal_ratio(
-        windows,
-        [
-            ipi_cost.hidden_ns,
-            timer.hidden_ns,
-            ipi_cost.hidden_ns,
-            ipi_cost.hidden_ns,
-        ],
-        softirq_hidden,
-    );
-    let ratio = match marginal {
-        Some(r) if MARGINAL_RATIO.contains(&r) => r,
-        Some(r) => {
-            notes.push(format!(
-                "marginal cost {r:.2}× the single-gap cost, outside {:.1}..{:.1}: not applied \
-                 (the host changed during the measurement)",
-                MARGINAL_RATIO.start(),
-                MARGINAL_RATIO.end()
-            ));
-            1.0
-        }
-        None => 1.0,
-    };
-    let scaled = |mut k: ClassCost| {
-        k.hidden_ns *= ratio;
-        k
-    };
-    let (ipi_cost, same_as_ipi, timer, softirq) = (
-        scaled(ipi_cost),
-        scaled(same_as_ipi),
-        scaled(timer),
-        scaled(softirq),
-    );
-    let wall_ns: u64 = windows.iter().map(|w| w.wall_ns).sum();
-    let wall_s = wall_ns as f64 / 1e9;
-    // Under IRQ_TIME_ACCOUNTING the spinner's runtime lacks what the kernel
-    // clocked as irq time; what is left of its gaps beyond the untraced
-    // ones is the hidden cost still charged to it.
-    let runtime_share = if regime == Regime::IrqTimeAccounting {
-        let lost: u64 = windows
-            .iter()
-            .flat_map(|w| w.gaps.iter())
-            .map(|g| g.len_ns)
-            .sum();
-        let own = wall_ns.saturating_sub(lost) as f64;
-        let cputime: u64 = windows.iter().map(|w| w.cputime_ns).sum();
-        let hidden_total: f64 = windows
-            .iter()
-            .flat_map(|w| w.gaps.iter())
-            .filter(|g| g.interruptions() > 0)
-            .map(|g| g.len_ns as f64 - g.traced_ns as f64)
-            .sum();
-        let charged = cputime as f64 - own - c.untraced_ns as f64;
-        if hidden_total > 0.0 {
-            (charged / hidden_total).clamp(0.0, 1.0)
-        } else {
-            1.0
-        }
-    } else {
-        1.0
-    };
-    Ok(Calibration {
-        key,
-        measured_unix_ms: now_unix_ms(),
-        origin: "measured".into(),
-        cpu: place.spinner,
-        sender_cpu: place.sender,
-        cost_cpu_ms: 0.0,
-        wall_ms: 0.0,
-        device: same_as_ipi.clone(),
-        timer,
-        ipi: ipi_cost,
-        other: same_as_ipi,
-        softirq,
-        runtime_share,
-        untraced_gaps_per_s: if wall_s > 0.0 {
-            c.untraced_gaps as f64 / wall_s
-        } else {
-            0.0
-        },
-        untraced_pct: if wall_ns > 0 {
-            100.0 * c.untraced_ns as f64 / wall_ns as f64
-        } else {
-            0.0
-        },
-        gaps: c.gaps,
-        ctx_switches: windows.iter().map(|w| w.ctx_switches).sum(),
-        marginal_ratio: ratio,
-        notes,
     })
 }
 
@@ -343,10 +141,22 @@ pub fn measure(
     let t0 = Instant::now();
     let place = placement::choose(root)?;
     let m = run_windows(bpf, &place, opts)?;
-    let mut c = table(&m.windows, key, regime, &place)?;
+    let woken = m.sent.woken;
+    let woken_ns = if woken.wakes > 0 {
+        woken.cpu_ns as f64 / woken.wakes as f64
+    } else {
+        0.0
+    };
+    let mut c = table(&m.windows, key, regime, &place, woken_ns)?;
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
+    }
+    if let Some(e) = m.sent.tlb_error {
+        c.notes.push(format!("TLB shootdowns not induced: {e}"));
+    }
+    if let Some(e) = m.sent.resched_error {
+        c.notes.push(format!("reschedule IPIs not induced: {e}"));
     }
     c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(c)
@@ -403,205 +213,4 @@ pub fn attach(col: &mut Collector, root: &Sysroot, dir: &Path) {
     };
     let cal = cached_or_measure(bpf, root, dir, col.host()).map_err(|e| format!("{e:#}"));
     col.set_calibration(cal);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::spin::Gap;
-    use super::*;
-
-    fn place() -> Placement {
-        Placement {
-            spinner: 1,
-            sender: 0,
-            excluded: Default::default(),
-        }
-    }
-
-    /// One 100 ms window: `ipis` IPI gaps of 3.5 µs (0.5 traced), `ticks`
-    /// timer gaps of 20 µs (15 traced), 10 hypervisor gaps of 10 µs.
-    fn window(ipis: u64, ticks: u64, cputime_ns: u64) -> Window {
-        let mut gaps = Vec::new();
-        let g = |len, traced, intr| Gap {
-            at_ns: 0,
-            len_ns: len,
-            traced_ns: traced,
-            intr,
-            softirqs: 0,
-        };
-        gaps.extend((0..ipis).map(|_| g(3_500, 500, [0, 0, 1, 0])));
-        gaps.extend((0..ticks).map(|_| g(20_000, 15_000, [0, 1, 0, 0])));
-        gaps.extend((0..10).map(|_| g(10_000, 0, [0; 4])));
-        Window {
-            cpu: 1,
-            wall_ns: 100_000_000,
-            step_ns: 30,
-            gaps,
-            outside_gaps: 0,
-            cputime_ns,
-            ctx_switches: 0,
-            induced: true,
-        }
-    }
-
-    #[test]
-    fn table_from_gaps() {
-        let w = vec![window(300, 25, 100_000_000)];
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
-        assert_eq!((c.cpu, c.sender_cpu), (1, 0));
-        assert_eq!((c.ipi.basis, c.ipi.samples), (Basis::Measured, 300));
-        assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
-        assert!((c.ipi.traced_ns - 500.0).abs() < 1e-9);
-        assert_eq!(c.timer.basis, Basis::Measured);
-        assert!((c.timer.hidden_ns - 5_000.0).abs() < 1e-9);
-        // Devices cannot be induced: the IPI's cost, and said so.
-        assert_eq!(c.device.basis, Basis::SameAsIpi);
-        assert!((c.device.hidden_ns - 3_000.0).abs() < 1e-9);
-        assert_eq!(c.runtime_share, 1.0);
-        assert!((c.untraced_gaps_per_s - 100.0).abs() < 1e-9);
-        assert!((c.untraced_pct - 0.1).abs() < 1e-9);
-
-        // Too few ticks: the timer takes the IPI's cost.
-        let c = table(
-            &[window(300, 5, 0)],
-            CalibrationKey::default(),
-            Regime::TickBased,
-            &place(),
-        )
-        .expect("table");
-        assert_eq!(c.timer.basis, Basis::SameAsIpi);
-        assert!((c.timer.hidden_ns - 3_000.0).abs() < 1e-9);
-    }
-
-    /// One window of five hit by a burst (its IPIs 1 µs dearer): the median
-    /// of the windows' estimates ignores it; the pooled mean would move by
-    /// a fifth of it.
-    #[test]
-    fn a_disturbed_window_does_not_move_the_table() {
-        let mut w: Vec<Window> = (0..5).map(|_| window(300, 25, 0)).collect();
-        for (k, win) in w.iter_mut().enumerate() {
-            let extra = if k == 4 { 1_000 } else { 0 };
-            for (i, g) in win.gaps.iter_mut().filter(|g| g.intr[2] == 1).enumerate() {
-                // 3050..3950 ns around a 3500 ns mean: 3 µs hidden.
-                g.len_ns = 3_050 + (i as u64 % 10) * 100 + extra;
-            }
-        }
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
-        assert!(
-            (c.ipi.hidden_ns - 3_000.0).abs() < 1e-9,
-            "{}",
-            c.ipi.hidden_ns
-        );
-        assert_eq!(c.ipi.samples, 1_500);
-    }
-
-    /// Loopback RPS IPIs with their NET_RX (6 µs, 2.6 traced: 3.4 µs
-    /// hidden) next to pure IPIs (3 µs hidden): a softirq in the tail costs
-    /// 0.4 µs untraced and 2.1 µs traced.
-    #[test]
-    fn softirq_cost_from_ipis_with_and_without_one() {
-        let mut w: Vec<Window> = (0..3).map(|_| window(300, 25, 0)).collect();
-        for win in &mut w {
-            win.gaps.extend((0..100).map(|_| Gap {
-                at_ns: 0,
-                len_ns: 6_000,
-                traced_ns: 2_600,
-                intr: [0, 0, 1, 0],
-                softirqs: 1,
-            }));
-        }
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
-        assert_eq!(c.softirq.basis, Basis::Measured);
-        assert!(
-            (c.softirq.hidden_ns - 400.0).abs() < 1e-9,
-            "{:?}",
-            c.softirq
-        );
-        assert!(
-            (c.softirq.traced_ns - 2_100.0).abs() < 1e-9,
-            "{:?}",
-            c.softirq
-        );
-        assert!(
-            (c.ipi.hidden_ns - 3_000.0).abs() < 1e-9,
-            "IPIs with a softirq stay out"
-        );
-
-        // No RPS gaps (no CAP_SYS_ADMIN): not measured, charged as 0.
-        let c = table(
-            &[window(300, 25, 0)],
-            CalibrationKey::default(),
-            Regime::TickBased,
-            &place(),
-        )
-        .expect("table");
-        assert_eq!(c.softirq.basis, Basis::NotMeasured);
-    }
-
-    /// Quiet windows (no IPIs) with 100 µs more hypervisor work than the
-    /// induced ones: the 300 IPIs took 900 − 100 µs untraced, 8/9 of what
-    /// 3 µs each predicts, and every class is charged that much less.
-    #[test]
-    fn costs_are_brought_to_the_marginal_cost() {
-        let quiet = || {
-            let mut w = window(0, 25, 0);
-            w.gaps.extend((0..10).map(|_| Gap {
-                len_ns: 10_000,
-                ..Default::default()
-            }));
-            w.induced = false;
-            w
-        };
-        let w = vec![window(300, 25, 0), quiet(), window(300, 25, 0), quiet()];
-        let c = table(&w, CalibrationKey::default(), Regime::TickBased, &place()).expect("table");
-        let r = 8.0 / 9.0;
-        assert!((c.marginal_ratio - r).abs() < 1e-9, "{}", c.marginal_ratio);
-        assert!((c.ipi.hidden_ns - 3_000.0 * r).abs() < 1e-6, "{:?}", c.ipi);
-        assert!((c.device.hidden_ns - 3_000.0 * r).abs() < 1e-6);
-        assert!(
-            (c.timer.hidden_ns - 5_000.0 * r).abs() < 1e-6,
-            "{:?}",
-            c.timer
-        );
-        assert_eq!(c.ipi.samples, 600);
-        // Only induced windows: no quiet one to compare with, no scaling.
-        let c = table(
-            &[window(300, 25, 0), window(300, 25, 0)],
-            CalibrationKey::default(),
-            Regime::TickBased,
-            &place(),
-        )
-        .expect("table");
-        assert_eq!(c.marginal_ratio, 1.0);
-        assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn too_few_ipis_is_an_error() {
-        let e = table(
-            &[window(50, 25, 0)],
-            CalibrationKey::default(),
-            Regime::TickBased,
-            &place(),
-        )
-        .expect_err("50 IPIs");
-        assert!(format!("{e:#}").contains("only 50 clean IPI gaps"));
-    }
-
-    /// IRQ_TIME_ACCOUNTING: the spinner was charged 100 ms − lost + what of
-    /// its gaps the kernel did not clock as irq time. Gaps: 300 × 3.5 µs +
-    /// 25 × 20 µs + 10 × 10 µs = 1.65 ms; hidden 300 × 3 + 25 × 5 = 1.025 ms.
-    /// Charged 98.35 ms own + 0.1 ms untraced + 0.5 × 1.025 ms: share 0.5.
-    #[test]
-    fn runtime_share_under_irq_time_accounting() {
-        let cputime = 98_350_000 + 100_000 + 512_500;
-        let c = table(
-            &[window(300, 25, cputime)],
-            CalibrationKey::default(),
-            Regime::IrqTimeAccounting,
-            &place(),
-        )
-        .expect("table");
-        assert!((c.runtime_share - 0.5).abs() < 1e-9, "{}", c.runtime_share);
-    }
 }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::collector::bpf::{Probe, ProbeCounts};
+use crate::sample::NR_INTR_CLASSES;
 use crate::sys::clock::thread_cputime_ns;
 
 /// A clock-read step longer than the loop's own step by more than this is
@@ -32,8 +33,8 @@ pub struct Gap {
     pub len_ns: u64,
     /// Traced hardirq + softirq time inside it.
     pub traced_ns: u64,
-    /// Outermost hardirqs inside it by class: device, timer, IPI, other.
-    pub intr: [u64; 4],
+    /// Outermost hardirqs inside it by class (`sample::INTR_CLASSES`).
+    pub intr: [u64; NR_INTR_CLASSES],
     pub softirqs: u64,
 }
 
@@ -200,6 +201,15 @@ pub struct Sent {
     pub ipis: u64,
     /// Loopback RPS datagrams (IPI + NET_RX each), when set up.
     pub rps: u64,
+    /// TLB shootdowns ([`super::tlb`]), when set up.
+    pub tlb: u64,
+    /// Why there were no TLB shootdowns.
+    pub tlb_error: Option<String>,
+    /// Wake-ups of a thread sleeping on the spinner's CPU
+    /// ([`super::resched`]), when set up, and what that thread did.
+    pub resched: u64,
+    pub resched_error: Option<String>,
+    pub woken: super::resched::Woken,
     /// Why there were no RPS datagrams.
     pub rps_error: Option<String>,
     /// CPU time of the loopback receiver thread, ns.
@@ -220,6 +230,13 @@ pub struct Schedule {
     pub every: Duration,
     /// The sender leaves every odd window quiet (a differential measure).
     pub quiet_odd: bool,
+    /// The window in which the sender induces TLB shootdowns and wake-ups;
+    /// every other induced window has the IPI and the RPS datagram only.
+    /// Apart, because mixed into the IPI's windows they moved its
+    /// calibrated cost by up to 1.6 µs between runs and the RPS and IPI
+    /// oracles missed by up to 11 points (BENCHMARKS.md): each class's
+    /// gaps are then measured without the others' after-effects.
+    pub classes_window: Option<u32>,
 }
 
 /// The spinner measures its loop step for this long before each window.
@@ -266,15 +283,27 @@ fn spin_until(t: Instant) {
     }
 }
 
+/// What the sender's next turn induces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ipi,
+    Rps,
+    Tlb,
+    Resched,
+}
+
 /// Sends IPIs inside the windows of `sched` until `stop`, from the calling
 /// (pinned) thread, one every `period`, paced by spinning (see
 /// [`spin_until`]). An expedited private membarrier interrupts every other
 /// CPU that runs one of this process's threads right now: with the spinner
 /// the only other running thread, that is one `call_function_single` IPI
-/// to the spinner's CPU, the vector RPS uses. With `rps_to`, every other
-/// IPI is a loopback RPS datagram instead, which reaches that CPU as the
-/// same IPI with a NET_RX softirq in its tail ([`super::rps`]); if that
-/// cannot be set up, only membarriers are sent and the reason is returned.
+/// to the spinner's CPU, the vector RPS uses. Turns alternate between that
+/// and (with `rps_to`) a loopback RPS datagram, which reaches that CPU as
+/// the same IPI with a NET_RX softirq in its tail ([`super::rps`]); in
+/// [`Schedule::classes_window`] between a TLB shootdown ([`super::tlb`])
+/// and (with `rps_to`) a wake-up of a thread sleeping on that CPU, a
+/// reschedule IPI ([`super::resched`]). What cannot be set up is left out
+/// and the reason returned.
 pub fn send_ipis(
     stop: &AtomicBool,
     sched: &Schedule,
@@ -290,6 +319,36 @@ pub fn send_ipis(
         }
         None => None,
     };
+    let tlb = match super::tlb::Shooter::new() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            sent.tlb_error = Some(format!("{e:#}"));
+            None
+        }
+    };
+    let mut waker = match rps_to.map(|cpu| super::resched::Waker::new(cpu, pin_to_cpu)) {
+        Some(Ok(w)) => Some(w),
+        Some(Err(e)) => {
+            sent.resched_error = Some(format!("{e:#}"));
+            None
+        }
+        None => None,
+    };
+    // Turns alternate, in the IPI's windows, between a pure IPI and (when
+    // set up) an RPS datagram, as they always did; in the classes' window
+    // between a TLB shootdown and a wake-up (those set up; a pure IPI when
+    // neither is).
+    let ipi_kinds: Vec<Kind> = [Some(Kind::Ipi), rps.as_ref().map(|_| Kind::Rps)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let class_kinds: Vec<Kind> = [
+        tlb.as_ref().map(|_| Kind::Tlb),
+        waker.as_ref().map(|_| Kind::Resched),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let period = period.max(Duration::from_micros(1));
     'windows: for i in 0..sched.windows {
         if sched.quiet(i) {
@@ -299,15 +358,28 @@ pub fn send_ipis(
         let end = start + STEP_PROBE + sched.window + Duration::from_millis(1);
         sleep_until(start);
         let mut next = Instant::now();
-        let mut rps_turn = false;
+        let mut turn = 0usize;
+        let kinds = if sched.classes_window == Some(i) && !class_kinds.is_empty() {
+            &class_kinds
+        } else {
+            &ipi_kinds
+        };
         while Instant::now() < end {
             if stop.load(Ordering::Relaxed) {
                 break 'windows;
             }
-            match (&rps, rps_turn) {
-                (Some(r), true) => {
+            match (kinds[turn % kinds.len()], &rps, &tlb, &waker) {
+                (Kind::Rps, Some(r), _, _) => {
                     r.kick()?;
                     sent.rps += 1;
+                }
+                (Kind::Tlb, _, Some(t), _) => {
+                    t.shoot()?;
+                    sent.tlb += 1;
+                }
+                (Kind::Resched, _, _, Some(w)) => {
+                    w.kick()?;
+                    sent.resched += 1;
                 }
                 _ => {
                     membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
@@ -315,13 +387,16 @@ pub fn send_ipis(
                     sent.ipis += 1;
                 }
             }
-            rps_turn = !rps_turn;
+            turn += 1;
             next += period;
             spin_until(next);
         }
     }
     if let Some(r) = rps {
         sent.receiver_cpu_ns = r.finish();
+    }
+    if let Some(w) = waker.as_mut() {
+        sent.woken = w.finish();
     }
     if sent.ipis == 0 {
         bail!("the IPI sender never ran");

@@ -11,20 +11,26 @@
 //! the hypervisor's own load, and the spread says by how much it varied.
 
 use crate::sample::calibration::{Basis, Calibration};
-use crate::sample::{IrqAcct, Regime};
+use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
-/// Interruptions by class in an account: device, timer, IPI, other.
-pub fn class_counts(a: &IrqAcct) -> [u64; 4] {
+/// Interruptions by class in an account (`sample::INTR_CLASSES`: device,
+/// timer, IPI, other, TLB shootdown, reschedule). `ipi_count` holds all
+/// IPIs; the IPI class is what is left of it beyond the TLB shootdowns and
+/// reschedules (all of it in recordings from before those classes).
+pub fn class_counts(a: &IrqAcct) -> [u64; NR_INTR_CLASSES] {
     let other = a
         .sysvec_count
         .saturating_sub(a.timer_count)
         .saturating_sub(a.ipi_count);
-    [a.hardirq_count, a.timer_count, a.ipi_count, other]
+    let tlb = a.tlb_count.min(a.ipi_count);
+    let resched = a.resched_count.min(a.ipi_count - tlb);
+    let ipi = a.ipi_count - tlb - resched;
+    [a.hardirq_count, a.timer_count, ipi, other, tlb, resched]
 }
 
 /// The interruptions HIDDEN~ charges, by class: all but those inside a
 /// stolen softirq run, whose untraced cost that run's span (STOLEN) holds.
-pub fn charged_counts(a: &IrqAcct) -> [u64; 4] {
+pub fn charged_counts(a: &IrqAcct) -> [u64; NR_INTR_CLASSES] {
     let mut n = class_counts(a);
     for (n, inside) in n.iter_mut().zip(a.in_softirq_count) {
         *n = n.saturating_sub(inside);
@@ -39,8 +45,8 @@ impl Calibration {
     pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
         let interruptions: f64 = charged_counts(a)
             .iter()
-            .zip(self.classes())
-            .map(|(&n, (_, c))| n as f64 * c.hidden_ns.max(0.0))
+            .zip(self.charged_ns())
+            .map(|(&n, c)| n as f64 * c)
             .sum();
         let softirq = match self.softirq.basis {
             Basis::NotMeasured => 0.0,
@@ -103,14 +109,13 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
     } else {
         &c.origin
     };
-    let timer = match c.timer.basis {
-        Basis::Measured => format!(
-            "timer {} {}",
-            us(c.timer.hidden_ns),
-            spread(c.timer.spread_ns)
-        ),
-        Basis::SameAsIpi | Basis::NotMeasured => "timer = IPI".into(),
+    let class = |name: &str, k: &crate::sample::calibration::ClassCost| match k.basis {
+        Basis::Measured => format!("{name} {} {}", us(k.hidden_ns), spread(k.spread_ns)),
+        Basis::SameAsIpi | Basis::NotMeasured => format!("{name} = IPI"),
     };
+    let timer = class("timer", &c.timer);
+    let tlb = class("TLB shootdown", &c.tlb);
+    let resched = class("reschedule", &c.resched);
     let softirq = match c.softirq.basis {
         Basis::NotMeasured => "softirq in its tail not measured".into(),
         _ => format!(
@@ -128,7 +133,8 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
     };
     format!(
         "HIDDEN~ = interruptions × untraced cost each, calibrated on CPU {} {when} ({origin}): \
-         IPI {} {} (traced {}), {timer}, device/other = IPI, {softirq}{marginal}",
+         IPI {} {} (traced {}), {timer}, {tlb}, {resched}, device/other = IPI, \
+         {softirq}{marginal}",
         c.cpu,
         us(c.ipi.hidden_ns),
         spread(c.ipi.spread_ns),
@@ -181,7 +187,7 @@ mod tests {
             softirq_stolen_count: 4,
             ..Default::default()
         };
-        assert_eq!(class_counts(&a), [2, 3, 5, 2]);
+        assert_eq!(class_counts(&a), [2, 3, 5, 2, 0, 0]);
         // Softirq in interrupts' tails: 4 stolen runs at 0.5 µs.
         let mut c = cal();
         assert_eq!(
@@ -217,18 +223,63 @@ mod tests {
             sysvec_count: 10,
             timer_count: 3,
             ipi_count: 5,
-            in_softirq_count: [0, 1, 4, 0],
+            in_softirq_count: [0, 1, 4, 0, 0, 0],
             ..Default::default()
         };
-        assert_eq!(class_counts(&a), [2, 3, 5, 2], "shown: every one");
-        assert_eq!(charged_counts(&a), [2, 2, 1, 2]);
+        assert_eq!(class_counts(&a), [2, 3, 5, 2, 0, 0], "shown: every one");
+        assert_eq!(charged_counts(&a), [2, 2, 1, 2, 0, 0]);
         // 2 device + 1 IPI + 2 other at 3 µs, 2 timers at 10 µs.
         assert_eq!(cal().hidden_ns(&a), 5.0 * 3_000.0 + 20_000.0);
         let odd = IrqAcct {
-            in_softirq_count: [9, 9, 9, 9],
+            in_softirq_count: [9; 6],
             ..a
         };
-        assert_eq!(charged_counts(&odd), [0; 4], "never negative");
+        assert_eq!(charged_counts(&odd), [0; 6], "never negative");
+    }
+
+    /// TLB shootdowns and reschedules are IPIs (in `ipi_count`) with
+    /// costs of their own; a table without them charges them as IPIs.
+    #[test]
+    fn tlb_shootdowns_and_reschedules_have_their_own_cost() {
+        let a = IrqAcct {
+            sysvec_count: 10,
+            ipi_count: 10,
+            tlb_count: 4,
+            resched_count: 2,
+            in_softirq_count: [0, 0, 0, 0, 1, 0],
+            ..Default::default()
+        };
+        assert_eq!(class_counts(&a), [0, 0, 4, 0, 4, 2]);
+        assert_eq!(charged_counts(&a), [0, 0, 4, 0, 3, 2]);
+        let mut c = cal();
+        assert_eq!(c.hidden_ns(&a), 9.0 * 3_000.0, "not measured: the IPI's");
+        c.tlb = ClassCost {
+            basis: Basis::Measured,
+            hidden_ns: 5_000.0,
+            ..Default::default()
+        };
+        c.resched = ClassCost {
+            basis: Basis::Measured,
+            hidden_ns: 4_000.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            c.hidden_ns(&a),
+            4.0 * 3_000.0 + 3.0 * 5_000.0 + 2.0 * 4_000.0
+        );
+        let n = note(Some(&c), "", 0);
+        assert!(
+            n.contains("TLB shootdown 5.0 µs") && n.contains("reschedule 4.0 µs"),
+            "{n}"
+        );
+        // More TLB shootdowns than IPIs (a corrupt sample): never negative.
+        let odd = IrqAcct {
+            ipi_count: 3,
+            tlb_count: 5,
+            resched_count: 5,
+            ..Default::default()
+        };
+        assert_eq!(class_counts(&odd), [0, 0, 0, 0, 3, 0]);
     }
 
     #[test]
@@ -239,7 +290,7 @@ mod tests {
             ipi_count: 5,
             ..Default::default()
         };
-        assert_eq!(class_counts(&a), [0, 5, 5, 0]);
+        assert_eq!(class_counts(&a), [0, 5, 5, 0, 0, 0]);
     }
 
     #[test]

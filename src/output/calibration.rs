@@ -43,8 +43,18 @@ pub fn render_table(c: &Calibration) -> String {
                 ns(k.traced_ns),
                 "measured: gaps holding exactly one",
             ),
-            (_, Basis::SameAsIpi) => ("-".into(), "-".into(), "same as ipi (not inducible)"),
-            (_, Basis::NotMeasured) => ("-".into(), "-".into(), "not measured: charged as 0"),
+            ("device" | "other", Basis::SameAsIpi) => {
+                ("-".into(), "-".into(), "same as ipi (not inducible)")
+            }
+            (_, Basis::SameAsIpi) => (
+                "-".into(),
+                "-".into(),
+                "same as ipi (too few clean gaps, see the notes)",
+            ),
+            ("softirq", Basis::NotMeasured) => {
+                ("-".into(), "-".into(), "not measured: charged as 0")
+            }
+            (_, Basis::NotMeasured) => ("-".into(), "-".into(), "not measured: charged as ipi"),
         };
         let _ = writeln!(
             out,
@@ -62,6 +72,13 @@ pub fn render_table(c: &Calibration) -> String {
         "hidden = the single-gap cost × {:.2}, what the induced windows lost beyond the quiet ones.",
         c.marginal_ratio
     );
+    if c.resched.basis == Basis::Measured {
+        let _ = writeln!(
+            out,
+            "resched = the gap less the woken thread's own run ({} ns per wake-up, its time, not the IPI's).",
+            ns(c.resched_woken_ns)
+        );
+    }
     let _ = writeln!(
         out,
         "Share of the hidden cost left in the task's runtime: {:.2}{}",

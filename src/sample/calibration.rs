@@ -49,6 +49,19 @@ pub struct CalibrationKey {
     pub boot_id: String,
     /// nettop version and BPF attach mode ("0.1.0 tp_btf").
     pub nettop: String,
+    /// The classes the table measures ([`Calibration::rows`]' names): a
+    /// cache from a nettop with fewer classes is measured again. Older
+    /// caches read as empty, which no current key equals.
+    #[serde(default)]
+    pub classes: String,
+}
+
+/// The value of [`CalibrationKey::classes`] this build writes.
+pub fn class_key() -> String {
+    [
+        "device", "timer", "ipi", "other", "tlb", "resched", "softirq",
+    ]
+    .join(" ")
 }
 
 /// The calibration table: hidden cost per interruption class on this host.
@@ -72,6 +85,15 @@ pub struct Calibration {
     pub timer: ClassCost,
     pub ipi: ClassCost,
     pub other: ClassCost,
+    /// A TLB shootdown: a call-function IPI whose handler flushed this
+    /// CPU's TLB for another CPU (the flush, then the TLB refills the
+    /// interrupted task pays). Tables from before this class read as not
+    /// measured and charge the IPI's cost, as before.
+    #[serde(default = "ClassCost::not_measured")]
+    pub tlb: ClassCost,
+    /// A reschedule IPI (scheduler_ipi, then the scheduler on the way out).
+    #[serde(default = "ClassCost::not_measured")]
+    pub resched: ClassCost,
     /// Extra untraced cost of one softirq run in an interrupt's tail (the
     /// entry and exit around the softirq tracepoints): an RPS IPI with its
     /// NET_RX costs the IPI plus this. Charged per stolen softirq run; the
@@ -97,6 +119,11 @@ pub struct Calibration {
     /// marginal_ratio`); 1 in tables from before it was measured.
     #[serde(default = "one")]
     pub marginal_ratio: f64,
+    /// Run time of the thread each induced reschedule IPI woke on the
+    /// spinner's CPU, ns per wake-up: taken out of the reschedule gaps (it
+    /// is that thread's own time), shown for the record.
+    #[serde(default)]
+    pub resched_woken_ns: f64,
     /// What could not be measured, and why.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -116,19 +143,33 @@ impl ClassCost {
 }
 
 impl Calibration {
-    pub fn classes(&self) -> [(&'static str, &ClassCost); 4] {
+    /// The interruption classes, in the order of `sample::INTR_CLASSES`.
+    pub fn classes(&self) -> [(&'static str, &ClassCost); 6] {
         [
             ("device", &self.device),
             ("timer", &self.timer),
             ("ipi", &self.ipi),
             ("other", &self.other),
+            ("tlb", &self.tlb),
+            ("resched", &self.resched),
         ]
     }
 
-    /// Every row of the table: the four interruption classes and the
-    /// softirq run in an interrupt's tail.
-    pub fn rows(&self) -> [(&'static str, &ClassCost); 5] {
-        let [a, b, c, d] = self.classes();
-        [a, b, c, d, ("softirq", &self.softirq)]
+    /// What HIDDEN~ charges per interruption of each class: its own cost,
+    /// or the IPI's for a class this table did not measure (a table from
+    /// before the class existed, or one that could not induce it).
+    pub fn charged_ns(&self) -> [f64; 6] {
+        let ipi = self.ipi.hidden_ns.max(0.0);
+        self.classes().map(|(_, c)| match c.basis {
+            Basis::NotMeasured => ipi,
+            _ => c.hidden_ns.max(0.0),
+        })
+    }
+
+    /// Every row of the table: the interruption classes and the softirq
+    /// run in an interrupt's tail.
+    pub fn rows(&self) -> [(&'static str, &ClassCost); 7] {
+        let [a, b, c, d, e, f] = self.classes();
+        [a, b, c, d, e, f, ("softirq", &self.softirq)]
     }
 }

@@ -65,12 +65,43 @@ pub struct IrqAcct {
     /// whoever it interrupted): each has its own untraced entry/exit cost.
     #[serde(default)]
     pub softirq_stolen_count: u64,
-    /// Of the interruptions, by class (device, timer, IPI, other): those
-    /// that landed inside a stolen softirq run. The run's span holds their
+    /// Of the interruptions, by class ([`INTR_CLASSES`]): those that
+    /// landed inside a stolen softirq run. The run's span holds their
     /// untraced entry/exit cost, so STOLEN has it already and HIDDEN~ does
-    /// not charge it again. Older recordings read as 0 (charged twice).
+    /// not charge it again. Older recordings read as 0 (charged twice), and
+    /// those from before the TLB and reschedule classes hold four values:
+    /// the two missing ones read as 0.
+    #[serde(default, deserialize_with = "classes_padded")]
+    pub in_softirq_count: [u64; NR_INTR_CLASSES],
+    /// Of `ipi_count`: call-function IPIs whose handler flushed this CPU's
+    /// TLB for another (TLB shootdowns), and reschedule IPIs. Each class
+    /// has its own calibrated cost; older recordings read as 0, i.e. every
+    /// IPI is charged as a plain one, as they were.
     #[serde(default)]
-    pub in_softirq_count: [u64; 4],
+    pub tlb_count: u64,
+    #[serde(default)]
+    pub resched_count: u64,
+}
+
+/// Interruption classes, in the order of `NT_INTR_*` (bpf/nettop.h), of
+/// `in_softirq_count` and of the calibration probe.
+pub const INTR_CLASSES: [&str; NR_INTR_CLASSES] =
+    ["device", "timer", "ipi", "other", "tlb", "resched"];
+pub const NR_INTR_CLASSES: usize = 6;
+
+/// A per-class array from a recording that may predate some classes (it
+/// holds fewer values): the missing classes read as 0; extra values (a
+/// newer writer's classes) are dropped.
+fn classes_padded<'de, D>(d: D) -> Result<[u64; NR_INTR_CLASSES], D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let v: Vec<u64> = Deserialize::deserialize(d)?;
+    let mut out = [0u64; NR_INTR_CLASSES];
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = x;
+    }
+    Ok(out)
 }
 
 impl IrqAcct {
@@ -107,6 +138,8 @@ impl IrqAcct {
         self.softirq_stolen_count = self
             .softirq_stolen_count
             .saturating_add(b.softirq_stolen_count);
+        self.tlb_count = self.tlb_count.saturating_add(b.tlb_count);
+        self.resched_count = self.resched_count.saturating_add(b.resched_count);
         for (x, y) in self.in_softirq_count.iter_mut().zip(&b.in_softirq_count) {
             *x = x.saturating_add(*y);
         }
@@ -543,6 +576,21 @@ impl RawSample {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Recordings from before the TLB and reschedule classes hold four
+    /// values per class and no TLB/reschedule counts: they read as 0.
+    #[test]
+    fn older_accounts_read_with_the_new_classes_at_zero() {
+        let old = r#"{"hardirq_ns":1,"hardirq_count":2,"sysvec_ns":3,"sysvec_count":4,
+            "softirq_ns":[[0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0],[0,0,0,0,0,0,0,0,0,0]],
+            "softirq_count":[0,0,0,0,0,0,0,0,0,0],"ipi_count":4,"in_softirq_count":[1,2,3,4]}"#;
+        let a: IrqAcct = serde_json::from_str(old).expect("old account");
+        assert_eq!(a.in_softirq_count, [1, 2, 3, 4, 0, 0]);
+        assert_eq!((a.ipi_count, a.tlb_count, a.resched_count), (4, 0, 0));
+        let back: IrqAcct =
+            serde_json::from_str(&serde_json::to_string(&a).expect("json")).expect("new");
+        assert_eq!(back, a);
+    }
 
     #[test]
     fn stolen_is_hardirq_sysvec_and_stolen_softirqs_only() {

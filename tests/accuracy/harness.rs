@@ -205,7 +205,9 @@ pub fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
     })?;
     common::report(&format!(
         "calibration  CPU {} (IPIs from {}): ipi hidden {:.0} ns ±{:.0} (traced {:.0}, {} samples); \
-         timer {:?} hidden {:.0} ns ±{:.0} ({} samples); softirq {:?} +{:.0} ns ±{:.0}; {:.0} ms CPU; {}\n",
+         timer {:?} hidden {:.0} ns ±{:.0} ({} samples); tlb {:?} hidden {:.0} ns ±{:.0} (traced {:.0}, \
+         {} samples); resched {:?} hidden {:.0} ns ±{:.0} ({} samples); softirq {:?} +{:.0} ns ±{:.0}; \
+         marginal {:.2}; {:.0} ms CPU; {}\n",
         c.cpu,
         c.sender_cpu,
         c.ipi.hidden_ns,
@@ -216,9 +218,19 @@ pub fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
         c.timer.hidden_ns,
         c.timer.spread_ns,
         c.timer.samples,
+        c.tlb.basis,
+        c.tlb.hidden_ns,
+        c.tlb.spread_ns,
+        c.tlb.traced_ns,
+        c.tlb.samples,
+        c.resched.basis,
+        c.resched.hidden_ns,
+        c.resched.spread_ns,
+        c.resched.samples,
         c.softirq.basis,
         c.softirq.hidden_ns,
         c.softirq.spread_ns,
+        c.marginal_ratio,
         c.cost_cpu_ms,
         c.origin
     ));

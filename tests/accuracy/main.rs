@@ -34,6 +34,7 @@
 //! victim is this binary re-executed, so `victim_process` stays at the
 //! crate root where `--exact victim_process` finds it.
 
+mod checks;
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
@@ -44,6 +45,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::sleep;
 use std::time::Duration;
 
+use checks::{Check, check_control, check_ipi, check_steered, check_tlb, check_wake};
 use common::netns::NetnsPair;
 use common::victim::{self, Bucket};
 use harness::{Fail, Victim, calibrate, frames_of, preconditions, unix_us};
@@ -65,6 +67,9 @@ const FRAMES: u32 = 6;
 const TRAFFIC_SECS: u32 = FRAMES + 5;
 /// Pure-IPI load: one expedited membarrier every 20 µs from CPU 0.
 const IPI_PERIOD_NS: u64 = 20_000;
+/// Wake-ups of the thread sleeping on the victim's CPU: one every 50 µs
+/// (each also runs that thread, ~10 µs here).
+const WAKE_PERIOD_NS: u64 = 50_000;
 /// The bounds.
 const MAX_TRUE_ERROR: f64 = 5.0;
 const EXPLAINED: std::ops::RangeInclusive<f64> = 0.85..=1.15;
@@ -130,6 +135,9 @@ struct Outcome {
     share_pct: f64,
     /// Time lost in clock-read gaps under load, percent of wall.
     gap_loss_pct: f64,
+    /// The kernel's run time of the thread woken on the victim's CPU
+    /// (wake-up scenario), percent of wall: reported only.
+    other_pct: f64,
     gaps_per_s: f64,
     /// The same before the load: the hypervisor's own work (~1,100 gaps/s
     /// of ~20 µs on this VM) that no guest tool can see; the old work-rate
@@ -178,6 +186,11 @@ enum Load<'a> {
     Rps(&'a mut NetnsPair, &'static str),
     /// The victim's own IPI sender thread on the traffic CPU.
     Ipi,
+    /// The same thread shooting down TLB entries (mprotect of a page of
+    /// the victim's own address space).
+    Tlb,
+    /// The same thread waking a thread that sleeps on the victim's CPU.
+    Wake,
 }
 
 /// `env` is given to nettop: the /proc-path run sets NETTOP_NO_TASK_SAMPLER.
@@ -199,6 +212,14 @@ fn run_scenario(
         }
         Load::Ipi => format!(
             ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={}",
+            CALIBRATE.as_millis()
+        ),
+        Load::Tlb => format!(
+            ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={},tlb=1",
+            CALIBRATE.as_millis()
+        ),
+        Load::Wake => format!(
+            ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={WAKE_PERIOD_NS},ipi_after_ms={},wake=1",
             CALIBRATE.as_millis()
         ),
     };
@@ -308,12 +329,17 @@ fn run_scenario(
     let last = &frames[frames.len() - 1];
     let gap_pct = |b: &Bucket| 100.0 * b.gap_ns as f64 / b.dur_ns.max(1) as f64;
     let (gap_loss_pct, idle_gap_pct) = (gap_pct(&load), gap_pct(&cal));
+    // The woken thread's own run (wake-up scenario) is in the victim's
+    // gaps; the kernel's figure for it is reported, not subtracted: it
+    // starts at the wake-up on the other CPU, before the victim stopped.
+    let other_pct = 100.0 * load.other_ns as f64 / load.dur_ns.max(1) as f64;
     let rates = idle.iter().map(|b| b.chunks_per_ms());
     Ok(Outcome {
         label,
         frames_used: used,
         share_pct: share_pct(gap_loss_pct, idle_gap_pct),
         gap_loss_pct,
+        other_pct,
         gaps_per_s: load.gaps as f64 / secs,
         idle_gap_pct,
         rate_share_pct: 100.0 * load.chunks_per_ms() / cal_rate,
@@ -368,6 +394,13 @@ fn describe(o: &Outcome) -> String {
         "oracle  user-mode gaps > 2 µs beyond the median step: {:.1} % of wall time under load ({:.0}/s), {:.1} % idle",
         o.gap_loss_pct, o.gaps_per_s, o.idle_gap_pct
     );
+    if o.other_pct > 0.0 {
+        let _ = writeln!(
+            s,
+            "oracle  the woken thread's run time (the kernel's figure) was {:.1} % of wall time",
+            o.other_pct
+        );
+    }
     let _ = writeln!(
         s,
         "oracle  real share under load {:.1} % => loss {:.1} %, {:.1} % of it while on CPU",
@@ -416,80 +449,6 @@ fn describe(o: &Outcome) -> String {
 /// Takes the oracle lock (a failed oracle must not poison the other).
 fn oracle_lock() -> MutexGuard<'static, ()> {
     ORACLE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A scenario's pass condition.
-type Check = fn(&Outcome) -> Result<(), String>;
-
-/// The bounds for a loaded scenario.
-fn check_loaded(o: &Outcome) -> Result<(), String> {
-    let a = &o.avg;
-    if (a.true_ - o.share_pct).abs() > MAX_TRUE_ERROR {
-        return Err(format!(
-            "{}: TRUE% {:.1} is {:+.1} points from the victim's measured share {:.1} % (bound ±{MAX_TRUE_ERROR})",
-            o.label,
-            a.true_,
-            a.true_ - o.share_pct,
-            o.share_pct
-        ));
-    }
-    if !EXPLAINED.contains(&o.explained()) {
-        return Err(format!(
-            "{}: (STOLEN {:.1} + HIDDEN~ {:.1}) / loss on CPU {:.1} = {:.2}, outside {:?}",
-            o.label,
-            a.stolen,
-            a.hidden,
-            o.interrupt_loss_pct(),
-            o.explained(),
-            EXPLAINED
-        ));
-    }
-    Ok(())
-}
-
-/// RPS steered onto the victim: the load reached it, top was fooled, and
-/// nettop's figures meet the bounds.
-fn check_steered(o: &Outcome) -> Result<(), String> {
-    let a = &o.avg;
-    if a.top < 80.0 || a.stolen < 15.0 {
-        return Err(format!(
-            "{}: TOP% {:.1} (want ≥ 80) and STOLEN% {:.1} (want ≥ 15): the load did not reach CPU {VICTIM_CPU}",
-            o.label, a.top, a.stolen
-        ));
-    }
-    check_loaded(o)
-}
-
-fn check_control(o: &Outcome) -> Result<(), String> {
-    let a = &o.avg;
-    if a.stolen < CONTROL_MAX && a.hidden < CONTROL_MAX {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}: STOLEN% {:.1} and HIDDEN~% {:.1}, expected both < {CONTROL_MAX}",
-            o.label, a.stolen, a.hidden
-        ))
-    }
-}
-
-/// Pure IPIs: system vectors only, no softirq at all, a real loss, bounds.
-fn check_ipi(o: &Outcome) -> Result<(), String> {
-    let a = &o.avg;
-    // The tick's own TIMER/RCU softirqs stay; the IPIs bring none.
-    if a.softirq_stolen >= 1.0 || a.net_rx_stolen > 0.0 || a.sysvec <= 0.5 {
-        return Err(format!(
-            "{}: expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %",
-            o.label, a.sysvec, a.softirq_stolen
-        ));
-    }
-    if o.interrupt_loss_pct() < 10.0 {
-        return Err(format!(
-            "{}: the IPIs cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
-            o.label,
-            o.interrupt_loss_pct()
-        ));
-    }
-    check_loaded(o)
 }
 
 /// Runs a scenario and checks it, up to [`ATTEMPTS`] times: on a shared VM
@@ -575,6 +534,43 @@ fn nettop_sees_stolen_time() {
             return;
         }
     }
+}
+
+/// TLB shootdowns: call-function IPIs whose handler flushes the victim's
+/// TLB, which it then refills; no softirq, nearly all of it hidden.
+///
+/// Not in the default suite yet: on the shared development VM it passed 5
+/// of 10 runs (each up to three attempts), the misses while other
+/// worktrees' oracles and builds held the same two CPUs (load 5–8): the
+/// load not reaching the victim, or (STOLEN + HIDDEN~)/loss at 116–155 %,
+/// the pure-IPI oracle's lean (BENCHMARKS.md). Run it with `--ignored`.
+#[test]
+#[ignore = "not yet in CI: 2 of 2 runs passed on a quiet host, 5 of 10 on a shared one (BENCHMARKS.md)"]
+fn nettop_sees_tlb_shootdown_cost() {
+    const TEST: &str = "accuracy::nettop_sees_tlb_shootdown_cost";
+    let Some((_lock, cache)) = prepare(TEST, false) else {
+        return;
+    };
+    let label = "TLB shootdowns from CPU 0";
+    attempt(TEST, label, check_tlb, || {
+        run_scenario(Load::Tlb, label, cache.path(), &[])
+    });
+}
+
+/// Not in the default suite: measured on this VM only while it was shared
+/// (BENCHMARKS.md), and the calibration's reschedule class falls back to
+/// the IPI's cost when another task keeps the spinner's CPU busy.
+#[test]
+#[ignore = "not yet shown reliable on a shared VM: see BENCHMARKS.md"]
+fn nettop_sees_reschedule_ipi_cost() {
+    const TEST: &str = "accuracy::nettop_sees_reschedule_ipi_cost";
+    let Some((_lock, cache)) = prepare(TEST, false) else {
+        return;
+    };
+    let label = "reschedule IPIs from CPU 0";
+    attempt(TEST, label, check_wake, || {
+        run_scenario(Load::Wake, label, cache.path(), &[])
+    });
 }
 
 #[test]

@@ -88,7 +88,9 @@ fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
                 timer_count: s[0],
                 ipi_count: s[1],
                 softirq_stolen_count: s[2],
-                in_softirq_count: [s[3], s[4], s[5], s[6]],
+                in_softirq_count: [s[3], s[4], s[5], s[6], s[7], s[8]],
+                tlb_count: s[9],
+                resched_count: s[7],
             }
         }),
     )

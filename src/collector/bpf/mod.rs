@@ -547,8 +547,8 @@ impl BpfCollector {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProbeCounts {
     pub traced_ns: u64,
-    /// Outermost hardirqs by class: device, timer, IPI, other.
-    pub intr: [u64; 4],
+    /// Outermost hardirqs by class (`sample::INTR_CLASSES`).
+    pub intr: [u64; crate::sample::NR_INTR_CLASSES],
     pub softirq_runs: u64,
 }
 
@@ -577,12 +577,7 @@ impl Probe<'_> {
             let rd = |x: *const u64| std::ptr::read_volatile(x);
             ProbeCounts {
                 traced_ns: rd(std::ptr::addr_of!((*p).traced_ns)),
-                intr: [
-                    rd(std::ptr::addr_of!((*p).intr[0])),
-                    rd(std::ptr::addr_of!((*p).intr[1])),
-                    rd(std::ptr::addr_of!((*p).intr[2])),
-                    rd(std::ptr::addr_of!((*p).intr[3])),
-                ],
+                intr: std::array::from_fn(|k| rd(std::ptr::addr_of!((*p).intr[k]))),
                 softirq_runs: rd(std::ptr::addr_of!((*p).softirq_runs)),
             }
         }

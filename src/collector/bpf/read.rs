@@ -333,6 +333,8 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         ipi_count: a.ipi_count,
         softirq_stolen_count: a.softirq_stolen_count,
         in_softirq_count: a.in_softirq,
+        tlb_count: a.tlb_count,
+        resched_count: a.resched_count,
     }
 }
 

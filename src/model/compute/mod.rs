@@ -117,6 +117,8 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         timer_count: d(p.timer_count, c.timer_count),
         ipi_count: d(p.ipi_count, c.ipi_count),
         softirq_stolen_count: d(p.softirq_stolen_count, c.softirq_stolen_count),
+        tlb_count: d(p.tlb_count, c.tlb_count),
+        resched_count: d(p.resched_count, c.resched_count),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {
