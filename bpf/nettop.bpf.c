@@ -619,17 +619,20 @@ int sysvec_out(struct bpf_raw_tracepoint_args *ctx)
  * becomes a TLB shootdown, whose cost (flush, then TLB refills: in a VM
  * two-dimensional page walks) is calibrated apart from a plain IPI's.
  * tlb_flush also fires at context switches and local flushes: those
- * return after one compare. Written only in hardirq context (hi_kind).
+ * return after the per-CPU lookup and the run count. Written only in hardirq context (hi_kind).
  */
 static __always_inline int on_tlb_flush(int reason)
 {
 	struct pcpu *pc;
 	__u32 kind;
 
-	if (reason != TLB_REMOTE_SHOOTDOWN)
-		return 0;
 	pc = get_pcpu();
-	if (!pc || !pc->st.hi_depth)
+	if (!pc)
+		return 0;
+	/* Counted before the reason test: every run costs, the context
+	 * switches' flushes most of them. */
+	count_run(pc, NT_RUN_TLB_FLUSH);
+	if (reason != TLB_REMOTE_SHOOTDOWN || !pc->st.hi_depth)
 		return 0;
 	kind = pc->st.hi_kind;
 	if (kind == SV_CALL_FUNCTION || kind == SV_CALL_FUNCTION_SINGLE)

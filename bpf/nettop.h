@@ -48,7 +48,8 @@
 #define NT_RUN_SI_OUT 6
 #define NT_RUN_NAPI_POLL 7
 #define NT_RUN_TASK_EXIT 8
-#define NT_NR_RUNS 9
+#define NT_RUN_TLB_FLUSH 9
+#define NT_NR_RUNS 10
 
 /* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
 struct nt_acct {

@@ -96,6 +96,8 @@ fn run() -> Result<()> {
         // pause.
         every: a.window + Duration::from_millis(3) + a.pause,
         quiet_odd: a.alternate,
+        // Every induced window alike: the census of one kind of load.
+        classes_window: None,
     };
     let windows = std::thread::scope(|s| -> Result<Vec<spin::Window>> {
         let sender = a.ipi_from.map(|from| {

@@ -102,7 +102,7 @@ pub struct CpuCounters {
 }
 
 /// Number of handlers that count their own runs per CPU (`NT_NR_RUNS`).
-pub const NR_RUNS: usize = 9;
+pub const NR_RUNS: usize = 10;
 
 /// The handlers in the order of their `NT_RUN_*` index in bpf/nettop.h,
 /// by program name without the `btf_`/`raw_` flavour prefix (a handler's
@@ -127,6 +127,7 @@ pub const RUN_HANDLERS: [&str; NR_RUNS] = [
     "si_out",
     "napi_poll",
     "task_exit",
+    "tlb_flush",
 ];
 
 /// A program's index in [`RUN_HANDLERS`]; `None` for the programs that
@@ -630,7 +631,8 @@ mod tests {
         }
         assert_eq!(run_index("btf_si_out"), run_index("raw_si_out"));
         assert_eq!(run_index("sysvec_out"), Some(3));
-        assert_eq!(run_index("btf_task_exit"), Some(NR_RUNS - 1));
+        assert_eq!(run_index("btf_task_exit"), Some(8));
+        assert_eq!(run_index("raw_tlb_flush"), Some(NR_RUNS - 1));
     }
 
     #[test]
