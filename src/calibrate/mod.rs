@@ -69,7 +69,7 @@ impl Default for Options {
             // wall time, as the ten windows of 20 ms every 100 ms were.
             windows: 11,
             window: Duration::from_millis(18),
-            every: Duration::from_millis(92),
+            every: Duration::from_millis(90),
             ipi_period: Duration::from_micros(20),
         }
     }
