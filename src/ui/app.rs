@@ -86,39 +86,7 @@ pub struct ReplayPos {
 
 pub use super::style::{Scheme, Theme};
 
-/// Settings the TUI starts with, from the command line.
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub delay: f64,
-    pub threads: bool,
-    /// COMMAND as the full command line from the start (`-c`).
-    pub cmdline: bool,
-    /// Processes under their parents from the start (`V`).
-    pub forest: bool,
-    /// Tasks that used no CPU hidden from the start (`-i`, as top's).
-    pub hide_idle: bool,
-    /// Each of the before and after windows of an apply from `P`.
-    pub plan_measure_s: f64,
-    pub theme: Theme,
-    pub width: u16,
-    pub height: u16,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            delay: 1.0,
-            threads: false,
-            cmdline: false,
-            forest: false,
-            hide_idle: false,
-            plan_measure_s: 10.0,
-            theme: Theme::default(),
-            width: 80,
-            height: 24,
-        }
-    }
-}
+pub use super::settings::Options;
 
 /// Extra panes that come from other modules (topology, pinning), already
 /// turned into text lines outside the render thread.

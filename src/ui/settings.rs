@@ -6,11 +6,13 @@
 //!
 //! Every field is optional in the file: a setting the file does not name
 //! keeps its default, and a file written by an older nettop still loads.
+//! The command line's own start settings ([`Options`]) live here too: the
+//! App starts from them, then applies the saved ones.
 
 use serde::{Deserialize, Serialize};
 
 use super::rows::View;
-use super::style::Scheme;
+use super::style::{Scheme, Theme};
 use crate::output::columns::ProcColumn;
 
 /// The settings a configuration file holds, each `None` when not given.
@@ -67,5 +69,39 @@ impl Settings {
         self.command_line = command_line.or(self.command_line);
         self.show_idle = show_idle.or(self.show_idle);
         self.color_scheme = color_scheme.or(self.color_scheme);
+    }
+}
+
+/// Settings the TUI starts with, from the command line.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub delay: f64,
+    pub threads: bool,
+    /// COMMAND as the full command line from the start (`-c`).
+    pub cmdline: bool,
+    /// Processes under their parents from the start (`V`).
+    pub forest: bool,
+    /// Tasks that used no CPU hidden from the start (`-i`, as top's).
+    pub hide_idle: bool,
+    /// Each of the before and after windows of an apply from `P`.
+    pub plan_measure_s: f64,
+    pub theme: Theme,
+    pub width: u16,
+    pub height: u16,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            delay: 1.0,
+            threads: false,
+            cmdline: false,
+            forest: false,
+            hide_idle: false,
+            plan_measure_s: 10.0,
+            theme: Theme::default(),
+            width: 80,
+            height: 24,
+        }
     }
 }
