@@ -283,6 +283,10 @@ fn spin_until(t: Instant) {
     }
 }
 
+/// Turns a wake-up takes, so the woken thread's run is over before the
+/// next interruption.
+const WAKE_TURNS: u32 = 3;
+
 /// What the sender's next turn induces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -387,8 +391,15 @@ pub fn send_ipis(
                     sent.ipis += 1;
                 }
             }
+            // A wake-up's gap holds the woken thread's whole run (15–23 µs
+            // on the development VM): the next turn waits it out, or its
+            // IPI lands in the same gap and neither is a clean sample.
+            next += if kinds[turn % kinds.len()] == Kind::Resched {
+                period * WAKE_TURNS
+            } else {
+                period
+            };
             turn += 1;
-            next += period;
             spin_until(next);
         }
     }

@@ -61,6 +61,12 @@ pub struct TaskView {
     /// this host (`model::hidden`). 0 without BPF or without a calibration.
     #[serde(default)]
     pub hidden_pct: f64,
+    /// Its own run time the kernel billed to the threads its reschedule
+    /// IPIs woke (the woken thread is billed from the wake-up on another
+    /// CPU): given back in TRUE%, which can then exceed ONCPU% − STOLEN%.
+    /// Calibrated per IPI (`model::hidden`); 0 without.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub rebilled_pct: f64,
     /// Interruptions (hardirqs + system vectors) per second in its context.
     /// One word for them in metrics, JSON and columns; JSON from before the
     /// rename still reads.
@@ -213,6 +219,10 @@ pub struct NapiView {
     /// NET_RX time charged to it that way, percent of one CPU.
     #[serde(default)]
     pub net_rx_pct: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn is_zero_u32(v: &u32) -> bool {

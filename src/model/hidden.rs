@@ -13,6 +13,9 @@
 use crate::sample::calibration::{Basis, Calibration};
 use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
+/// The reschedule class's index in [`class_counts`].
+const RESCHED: usize = 5;
+
 /// Interruptions by class in an account (`sample::INTR_CLASSES`: device,
 /// timer, IPI, other, TLB shootdown, reschedule). `ipi_count` holds all
 /// IPIs; the IPI class is what is left of it beyond the TLB shootdowns and
@@ -53,6 +56,16 @@ impl Calibration {
             _ => a.softirq_stolen_count as f64 * self.softirq.hidden_ns.max(0.0),
         };
         interruptions + softirq
+    }
+
+    /// Run time the kernel billed to the threads this task's reschedule
+    /// IPIs woke though it was this task's ([`Calibration::resched_rebilled_ns`]
+    /// per IPI, when the class was measured): given back to it in TRUE%.
+    pub fn rebilled_ns(&self, a: &IrqAcct) -> f64 {
+        if self.resched.basis != Basis::Measured {
+            return 0.0;
+        }
+        class_counts(a)[RESCHED] as f64 * self.resched_rebilled_ns.max(0.0)
     }
 
     /// The part of [`Self::hidden_ns`] the kernel left in the task's runtime.
@@ -115,7 +128,13 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
     };
     let timer = class("timer", &c.timer);
     let tlb = class("TLB shootdown", &c.tlb);
-    let resched = class("reschedule", &c.resched);
+    let mut resched = class("reschedule", &c.resched);
+    if c.resched.basis == Basis::Measured && c.resched_rebilled_ns > 0.0 {
+        resched.push_str(&format!(
+            " ({} given back: billed to the woken thread)",
+            us(c.resched_rebilled_ns)
+        ));
+    }
     let softirq = match c.softirq.basis {
         Basis::NotMeasured => "softirq in its tail not measured".into(),
         _ => format!(
@@ -145,6 +164,25 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_reschedules_give_back_what_the_woken_thread_was_billed() {
+        let a = IrqAcct {
+            sysvec_count: 12,
+            ipi_count: 12,
+            resched_count: 10,
+            ..Default::default()
+        };
+        let mut c = Calibration {
+            resched_rebilled_ns: 3_000.0,
+            ..Default::default()
+        };
+        c.resched.basis = Basis::Measured;
+        assert!((c.rebilled_ns(&a) - 30_000.0).abs() < 1e-9);
+        // Not measured (taken as an IPI): nothing given back.
+        c.resched.basis = Basis::SameAsIpi;
+        assert_eq!(c.rebilled_ns(&a), 0.0);
+    }
     use crate::sample::calibration::ClassCost;
 
     fn cal() -> Calibration {

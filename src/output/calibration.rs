@@ -78,6 +78,14 @@ pub fn render_table(c: &Calibration) -> String {
             "resched = the gap less the woken thread's own run ({} ns per wake-up, its time, not the IPI's).",
             ns(c.resched_woken_ns)
         );
+        if c.resched_rebilled_ns > 0.0 {
+            let _ = writeln!(
+                out,
+                "given back = what the woken thread was billed beyond that: {} ns per wake-up, \
+                 the interrupted task's time (added to its TRUE%).",
+                ns(c.resched_rebilled_ns)
+            );
+        }
     }
     let _ = writeln!(
         out,

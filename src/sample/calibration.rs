@@ -124,6 +124,15 @@ pub struct Calibration {
     /// is that thread's own time), shown for the record.
     #[serde(default)]
     pub resched_woken_ns: f64,
+    /// Per reschedule IPI, what the kernel bills the woken thread beyond
+    /// the untraced time of the gap it made: the wake-up updates the
+    /// target's run-queue clock and the next schedule() skips its own
+    /// update, so the woken thread is billed from the wake-up on the other
+    /// CPU, while the interrupted task still ran, and for the IPI's traced
+    /// handler. The interrupted task is given it back (`REBILLED`); 0 when
+    /// the reschedule class was not measured (tables from before it too).
+    #[serde(default)]
+    pub resched_rebilled_ns: f64,
     /// What could not be measured, and why.
     #[serde(default)]
     pub notes: Vec<String>,

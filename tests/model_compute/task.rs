@@ -67,6 +67,40 @@ fn hidden_cost_by_class() {
     assert!(p.hidden_note.is_empty());
 }
 
+/// 100 of the victim's 150 IPIs were reschedules, measured at 0 µs with
+/// 3 µs per wake-up billed to the woken thread: the 0.3 ms leave HIDDEN~
+/// and come back in TRUE%, and only with the class measured.
+#[test]
+fn reschedules_give_back_what_the_woken_thread_was_billed() {
+    let (prev, mut cur) = bpf_pair();
+    if let Some(a) = cur.tasks[1].irq.as_mut() {
+        a.resched_count = 100;
+    }
+    let mut host = calibrated(Regime::TickBased);
+    if let Some(c) = host.calibration.as_mut() {
+        c.resched = crate::common::calibration::measured(100, 200.0, 0.0, 100.0);
+        c.resched_rebilled_ns = 3_000.0;
+    }
+    let f = compute(&host, &prev, &cur);
+    let v = thread(&f, 100);
+    approx(v.hidden_pct, 0.40);
+    approx(v.rebilled_pct, 0.03);
+    approx(v.true_pct, 90.0 - 13.0 - 0.40 + 0.03);
+    approx(process(&f, 100).rebilled_pct, 0.03);
+    assert!(
+        f.hidden_note.contains("3.0 µs given back"),
+        "{}",
+        f.hidden_note
+    );
+
+    // Charged as an IPI (not measured): nothing given back.
+    if let Some(c) = host.calibration.as_mut() {
+        c.resched.basis = nettop::sample::calibration::Basis::SameAsIpi;
+    }
+    let v = thread(&compute(&host, &prev, &cur), 100).clone();
+    approx(v.rebilled_pct, 0.0);
+}
+
 #[test]
 fn unknown_regime_computes_like_tick_based_and_says_so() {
     let (prev, cur) = bpf_pair();

@@ -102,6 +102,15 @@ impl Ctx<'_> {
             _ => (0.0, 0.0),
         }
     }
+
+    /// What the kernel billed to the threads `a`'s reschedule IPIs woke
+    /// that was this task's time, ns ([`Calibration::rebilled_ns`]).
+    fn rebilled(&self, a: &IrqAcct) -> f64 {
+        match self.cal {
+            Some(c) if self.source == Source::Bpf => fin(c.rebilled_ns(a)),
+            _ => 0.0,
+        }
+    }
 }
 
 /// Field-wise saturating difference; `None` reads as all-zero counters.

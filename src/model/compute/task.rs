@@ -129,6 +129,7 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             let (hidden, in_runtime) = ctx.hidden(&td.irq);
             v.hidden_pct = ctx.pct_ns(hidden);
             hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
+            v.rebilled_pct = ctx.pct_ns(ctx.rebilled(&td.irq));
             v.interruptions_per_s = ctx.rate(td.irq.interruptions() as f64);
             v.softirqs_per_s = ctx.rate(
                 td.irq
@@ -143,9 +144,9 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         }
     }
     v.true_pct = fin(if ctx.irq_in_runtime() {
-        (on_cpu_pct - v.stolen_pct - hidden_in_runtime_pct).max(0.0)
+        (on_cpu_pct - v.stolen_pct - hidden_in_runtime_pct + v.rebilled_pct).max(0.0)
     } else {
-        (on_cpu_pct + v.inline_pct - hidden_in_runtime_pct).max(0.0)
+        (on_cpu_pct + v.inline_pct - hidden_in_runtime_pct + v.rebilled_pct).max(0.0)
     });
     v
 }
