@@ -74,6 +74,8 @@ pub enum Action {
     SaveSettings(Box<super::settings::Settings>),
     /// `P`, confirmed: apply this plan, measured before and after.
     ApplyPlan(Box<crate::plan::Plan>),
+    /// `P` brought the plan into view: check the host again now.
+    Recheck,
 }
 
 /// Replay position; `None` in live mode.

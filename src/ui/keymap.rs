@@ -436,7 +436,7 @@ impl App {
             C::Step(d) => return self.seek_by(d),
             C::GotoTime if self.replay.is_some() => self.mode = Mode::Goto(String::new()),
             C::GotoTime => {}
-            C::Plan => self.plan_key(),
+            C::Plan => return self.plan_key(),
         }
         Action::None
     }

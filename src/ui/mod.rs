@@ -81,6 +81,8 @@ pub enum Cmd {
     ThreadRows(bool),
     /// Live: apply this plan (`P`, confirmed).
     ApplyPlan(Box<crate::plan::Plan>),
+    /// Live: re-check the topology and the plan now (`P`).
+    Recheck,
     Quit,
 }
 
@@ -284,6 +286,9 @@ fn event_loop(
                 }
                 Action::ApplyPlan(p) => {
                     let _ = tx.send(Cmd::ApplyPlan(p));
+                }
+                Action::Recheck => {
+                    let _ = tx.send(Cmd::Recheck);
                 }
                 Action::None => {}
             }

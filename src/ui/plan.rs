@@ -14,39 +14,41 @@ use super::rows::{LineKind, View};
 use crate::plan::Plan;
 
 impl App {
-    /// `P`.
-    pub(crate) fn plan_key(&mut self) {
+    /// `P`. Bringing the plan into view also asks for a fresh check of
+    /// the host (the topology thread re-checks only every 15–90 s on its
+    /// own), so the plan about to be confirmed is the host's as it is now.
+    pub(crate) fn plan_key(&mut self) -> Action {
         if self.replay.is_some() {
             self.message =
                 Some("replay: a plan is applied to the live host only (run nettop, then P)".into());
-            return;
+            return Action::None;
         }
         if self.plan_run.running {
             self.message =
                 Some("an apply is running: its before/after is at the top of this view".into());
             self.set_view(View::Pinning);
             self.move_to(View::Pinning, 0);
-            return;
+            return Action::None;
         }
         if self.view != View::Pinning {
             self.set_view(View::Pinning);
             if let Some(i) = self.plan_heading() {
                 self.move_to(View::Pinning, i);
             }
-            self.message = Some("the plan for this host; P again applies it".into());
-            return;
+            self.message = Some("P again applies the plan; re-checking the host now".into());
+            return Action::Recheck;
         }
         let Some(plan) = self.extras.plan.clone() else {
             self.message = Some("the plan appears once the topology is loaded".into());
-            return;
+            return Action::Recheck;
         };
-        let n = plan.applied().count();
-        if n == 0 {
+        if plan.applied().next().is_none() {
             self.message =
                 Some("nothing to apply: the plan writes no IRQ affinity, RPS or XPS file".into());
-            return;
+            return Action::None;
         }
         self.mode = Mode::ConfirmPlan(plan);
+        Action::None
     }
 
     /// The line of the plan's heading in the Pinning view.
@@ -144,7 +146,7 @@ mod tests {
     #[test]
     fn p_shows_the_plan_then_asks_then_applies_exactly_it() {
         let mut app = app_with(Some(plan(2)));
-        assert_eq!(key(&mut app, 'P'), Action::None);
+        assert_eq!(key(&mut app, 'P'), Action::Recheck);
         assert_eq!(app.view, View::Pinning);
         assert_eq!(app.mode, Mode::Normal);
         assert_eq!(key(&mut app, 'P'), Action::None);

@@ -50,13 +50,31 @@ pub fn warm_calibration() {
 /// The receiving veth, RPS onto CPU 1 (`rps` mask), a SCHED_FIFO spinner
 /// on CPU 1, UDP traffic on CPU 0. Returns the pair and the spinner's pid.
 pub fn scene(tag: &str, rps: &str) -> Option<(NetnsPair, u32)> {
-    let mut pair = match NetnsPair::create(tag) {
-        Ok(p) => p,
+    let mut pair = pair(tag)?;
+    let pid = load(&mut pair, rps);
+    Some((pair, pid))
+}
+
+/// The namespaces and the veth pair alone, idle.
+pub fn pair(tag: &str) -> Option<NetnsPair> {
+    match NetnsPair::create(tag) {
+        Ok(p) => Some(p),
         Err(e) => {
             skip(&e);
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// The load on an idle `pair`: its RPS mask, the spinner on CPU 1 (its
+/// pid returned) and the traffic.
+pub fn load(pair: &mut NetnsPair, rps: &str) -> u32 {
+    load_at(pair, rps, "0")
+}
+
+/// [`load`] with the UDP sender limited to `rate` (iperf3's `-b`; "0" is
+/// as fast as it can), leaving CPU 0 some time for a terminal.
+pub fn load_at(pair: &mut NetnsPair, rps: &str, rate: &str) -> u32 {
     pair.set_rps(rps).unwrap();
     let ns = pair.ns_rx.clone();
     let pid = pair
@@ -74,9 +92,9 @@ pub fn scene(tag: &str, rps: &str) -> Option<(NetnsPair, u32)> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    traffic(&mut pair);
+    traffic(pair, rate);
     std::thread::sleep(Duration::from_secs(1));
-    Some((pair, pid))
+    pid
 }
 
 /// Packets the receiving veth has taken so far.
@@ -97,7 +115,7 @@ pub fn rx_packets(pair: &NetnsPair) -> u64 {
 /// left on this shared VM cannot slow the sender, and with it the RPS work
 /// on CPU 1, to a trickle). Started again until packets really flow: a
 /// client that connected and then failed leaves the one-off server gone.
-pub fn traffic(pair: &mut NetnsPair) {
+pub fn traffic(pair: &mut NetnsPair, rate: &str) {
     let (rx, tx) = (pair.ns_rx.clone(), pair.ns_tx.clone());
     let nice = ["nice", "-n", "-10", "iperf3"];
     let server: Vec<&str> = nice
@@ -109,7 +127,7 @@ pub fn traffic(pair: &mut NetnsPair) {
         .iter()
         .copied()
         .chain([
-            "-c", ADDR_RX, "-t", "120", "-i", "0", "-u", "-b", "0", "-l", "1400",
+            "-c", ADDR_RX, "-t", "120", "-i", "0", "-u", "-b", rate, "-l", "1400",
         ])
         .collect();
     for _ in 0..5 {

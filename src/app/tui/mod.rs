@@ -6,6 +6,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,8 +59,9 @@ enum Due {
     Quit,
 }
 
-/// Waits for the ticker's deadline or a command.
-fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
+/// Waits for the ticker's deadline or a command; `P`'s re-check only
+/// wakes the topology thread (`recheck`).
+fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker, recheck: &AtomicBool) -> Due {
     loop {
         let now = Instant::now();
         if now >= ticker.deadline() {
@@ -70,6 +72,7 @@ fn wait(rx: &Receiver<Cmd>, ticker: &mut Ticker) -> Due {
             Ok(Cmd::SetDelay(v)) => return Due::Delay(v),
             Ok(Cmd::ThreadRows(on)) => return Due::ThreadRows(on),
             Ok(Cmd::ApplyPlan(p)) => return Due::Apply(p),
+            Ok(Cmd::Recheck) => recheck.store(true, Ordering::Relaxed),
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return Due::Quit,
             Ok(_) | Err(RecvTimeoutError::Timeout) => {}
         }
@@ -106,6 +109,8 @@ fn start_live(cli: &Cli) -> anyhow::Result<(Channels, Ended)> {
     let (ctx, crx) = mpsc::channel::<Cmd>();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
     let shared: SharedState = Arc::default();
+    let recheck = Arc::new(AtomicBool::new(false));
+    let recheck_data = Arc::clone(&recheck);
     let ev = Arc::clone(&shared);
     let data_tx = tx.clone();
     std::thread::spawn(move || {
@@ -135,7 +140,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<(Channels, Ended)> {
         // the host once the terminal is back, so the warning is seen.
         (|| {
             loop {
-                match wait(&crx, &mut ticker) {
+                match wait(&crx, &mut ticker, &recheck_data) {
                     Due::Quit => return,
                     Due::Delay(d) => {
                         // A new delay takes effect now rather than after the old one.
@@ -235,7 +240,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<(Channels, Ended)> {
         Err(_) => anyhow::bail!("the collector thread died while starting"),
     }
     let warn = tx.clone();
-    topology_thread(cli, Some(shared), tx);
+    topology_thread(cli, Some((shared, recheck)), tx);
     Ok(((rx, ctx, warn), ended_rx))
 }
 

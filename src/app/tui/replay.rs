@@ -230,7 +230,7 @@ pub(crate) fn replay_loop<S: FrameSource>(
                 ticker.set_period(Duration::from_secs_f64(d), Instant::now());
             }
             // A recording has the rows it has, and no host to change.
-            Ok(Cmd::ThreadRows(_) | Cmd::ApplyPlan(_)) => {}
+            Ok(Cmd::ThreadRows(_) | Cmd::ApplyPlan(_) | Cmd::Recheck) => {}
             Ok(Cmd::Quit) | Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) if !playing => {}
             Err(RecvTimeoutError::Timeout) => {

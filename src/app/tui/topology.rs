@@ -2,7 +2,7 @@
 //! thread placement) now and then and re-lints it with the stolen time the
 //! live collector measured, off the UI thread.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -179,7 +179,17 @@ pub(super) fn note_extras(kind: LineKind, text: String) -> Extras {
 
 /// Loads the topology now and every [`TOPOLOGY_REFRESH`], sending the
 /// Topology and Pinning views' lines. Failures become a note in the views.
-pub(super) fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender<Msg>) {
+/// `shared`: the collector thread's state and the flag `P` sets to ask
+/// for a check now.
+pub(super) fn topology_thread(
+    cli: &Cli,
+    shared: Option<(SharedState, Arc<AtomicBool>)>,
+    tx: Sender<Msg>,
+) {
+    let (shared, recheck) = match shared {
+        Some((s, r)) => (Some(s), r),
+        None => (None, Arc::new(AtomicBool::new(false))),
+    };
     let mut opts = options::topology(cli);
     let nics = cli.nics.clone();
     std::thread::spawn(move || {
@@ -228,8 +238,9 @@ pub(super) fn topology_thread(cli: &Cli, shared: Option<SharedState>, tx: Sender
             if !send_extras(&tx, extras, facts) {
                 return;
             }
-            // Never stopped by a flag: the thread ends when the UI is gone.
-            ticker.sleep(&AtomicBool::new(false), None);
+            // Woken early by `P`; the thread ends when the UI is gone.
+            ticker.sleep(&recheck, None);
+            recheck.store(false, Ordering::Relaxed);
         }
     });
 }
