@@ -23,7 +23,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::plan_scene::{can_run, rps_bytes, rps_path, scene, warm_calibration};
+use common::plan_scene::{can_run, revert, rps_bytes, rps_path, scene, warm_calibration};
 use common::run::{nettop, output_within};
 use serde_json::Value;
 
@@ -67,18 +67,6 @@ fn victim(m: &Value, tid: u32) -> &Value {
         .iter()
         .find(|v| v["tid"] == tid)
         .unwrap_or_else(|| panic!("victim {tid} not measured: {m:#}"))
-}
-
-fn revert(state: &Path, file: &Path) -> std::process::Output {
-    output_within(
-        nettop()
-            .args(["--revert"])
-            .arg(file)
-            .args(["--yes", "--state-dir"])
-            .arg(state),
-        Duration::from_secs(60),
-        "nettop --revert",
-    )
 }
 
 #[test]

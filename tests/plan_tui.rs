@@ -18,8 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::netns::NetnsPair;
-use common::plan_scene::{can_run, load_at, pair, rps_bytes, warm_calibration};
-use common::run::{nettop, output_within};
+use common::plan_scene::{can_run, load_at, pair, revert, rps_bytes, warm_calibration};
 use common::tmux::Tmux;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nettop");
@@ -129,22 +128,53 @@ fn revert_files(state: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// What both tests start from: the TUI on the idle pair, then the load,
+/// and `rps_cpus` as it was before anything was applied.
+struct Scene {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    pair: NetnsPair,
+    state: tempfile::TempDir,
+    t: Tmux,
+    spinner: u32,
+    original: Vec<u8>,
+}
+
+impl Scene {
+    fn start(tag: &str, name: &str) -> Option<Scene> {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        if !can_run() {
+            return None;
+        }
+        warm_calibration();
+        let mut pair = pair(tag)?;
+        let state = tempfile::tempdir().unwrap();
+        let t = tui(name, &pair, state.path())?;
+        let spinner = load_at(&mut pair, "2", RATE);
+        let original = rps_bytes(&pair);
+        Some(Scene {
+            _serial,
+            pair,
+            state,
+            t,
+            spinner,
+            original,
+        })
+    }
+}
+
 #[test]
 fn p_applies_the_plan_with_before_after_and_revert_restores_it() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() {
-        return;
-    }
-    warm_calibration();
-    let Some(mut pair) = pair("tp") else {
+    let Some(Scene {
+        _serial,
+        pair,
+        state,
+        t,
+        spinner,
+        original,
+    }) = Scene::start("tp", "plan-apply")
+    else {
         return;
     };
-    let state = tempfile::tempdir().unwrap();
-    let Some(t) = tui("plan-apply", &pair, state.path()) else {
-        return;
-    };
-    let spinner = load_at(&mut pair, "2", RATE);
-    let original = rps_bytes(&pair);
     apply_from_tui(&t);
     let s = wait_long(&t, "plan applied and kept", 90);
     assert!(s.contains("before/after (4."), "{s}");
@@ -163,35 +193,24 @@ fn p_applies_the_plan_with_before_after_and_revert_restores_it() {
     assert_eq!(String::from_utf8_lossy(&rps_bytes(&pair)).trim(), "0");
     let files = revert_files(state.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    let out = output_within(
-        nettop()
-            .arg("--revert")
-            .arg(&files[0])
-            .args(["--yes", "--state-dir"])
-            .arg(state.path()),
-        Duration::from_secs(60),
-        "nettop --revert",
-    );
+    let out = revert(state.path(), &files[0]);
     assert_eq!(out.status.code(), Some(0), "{}", common::run::stderr(&out));
     assert_eq!(rps_bytes(&pair), original, "not restored byte for byte");
 }
 
 #[test]
 fn quitting_before_the_verdict_restores_the_host() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() {
-        return;
-    }
-    warm_calibration();
-    let Some(mut pair) = pair("tq") else {
+    let Some(Scene {
+        _serial,
+        pair,
+        state: _state,
+        t,
+        original,
+        ..
+    }) = Scene::start("tq", "plan-quit")
+    else {
         return;
     };
-    let state = tempfile::tempdir().unwrap();
-    let Some(t) = tui("plan-quit", &pair, state.path()) else {
-        return;
-    };
-    load_at(&mut pair, "2", RATE);
-    let original = rps_bytes(&pair);
     apply_from_tui(&t);
     wait_long(&t, "measuring after", 60);
     assert_eq!(String::from_utf8_lossy(&rps_bytes(&pair)).trim(), "0");

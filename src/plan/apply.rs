@@ -108,6 +108,16 @@ pub fn write(kind: Kind, ns: &str, path: &str, value: &str) -> anyhow::Result<()
     .with_context(|| where_(ns))
 }
 
+/// " (netns NS)" after a path, or nothing for nettop's own namespace: how
+/// every line of the plan, the apply and the revert names where a file is.
+pub fn ns_note(ns: &str) -> String {
+    if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" (netns {ns})")
+    }
+}
+
 fn where_(ns: &str) -> String {
     if ns.is_empty() {
         "in nettop's network namespace".into()

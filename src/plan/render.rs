@@ -19,11 +19,7 @@ fn codes(c: &Change) -> String {
 }
 
 fn where_(c: &Change) -> String {
-    if c.netns.is_empty() {
-        c.target.clone()
-    } else {
-        format!("{} (netns {})", c.target, c.netns)
-    }
+    format!("{}{}", c.target, super::apply::ns_note(&c.netns))
 }
 
 pub fn render_text(p: &Plan) -> String {

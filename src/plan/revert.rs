@@ -235,11 +235,7 @@ pub fn restore(rf: &RevertFile, dry_run: bool) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     for e in rf.entries.iter().rev() {
-        let ns = if e.netns.is_empty() {
-            String::new()
-        } else {
-            format!(" (netns {})", e.netns)
-        };
+        let ns = super::apply::ns_note(&e.netns);
         if dry_run {
             lines.push(format!("would write {}{ns}: {}", e.path, e.previous));
             continue;

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Plan;
-use super::apply;
+use super::apply::{self, ns_note};
 use super::measure::{self, Measure};
 use super::revert::{self, Entry, RevertFile};
 use crate::sys::cpuset::CpuSet;
@@ -35,15 +35,6 @@ pub fn entries(plan: &Plan) -> anyhow::Result<Vec<Entry>> {
             })
         })
         .collect()
-}
-
-/// " (netns NS)", or nothing for nettop's own namespace.
-pub fn ns_note(ns: &str) -> String {
-    if ns.is_empty() {
-        String::new()
-    } else {
-        format!(" (netns {ns})")
-    }
 }
 
 /// "PATH (netns NS): OLD -> NEW", as both front ends list the writes.

@@ -6,6 +6,7 @@
 //! kernel's RT throttling still leaves others 5 %), and UDP traffic
 //! between them on CPU 0.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -160,4 +161,17 @@ pub fn rps_bytes(pair: &NetnsPair) -> Vec<u8> {
         .unwrap();
     assert!(out.status.success());
     out.stdout
+}
+
+/// `nettop --revert FILE --yes` with the revert files under `state`.
+pub fn revert(state: &Path, file: &Path) -> std::process::Output {
+    output_within(
+        nettop()
+            .args(["--revert"])
+            .arg(file)
+            .args(["--yes", "--state-dir"])
+            .arg(state),
+        Duration::from_secs(60),
+        "nettop --revert",
+    )
 }
