@@ -98,6 +98,7 @@ fn run() -> Result<()> {
         quiet_odd: a.alternate,
         // Every induced window alike: the census of one kind of load.
         classes_window: None,
+        classes_len: a.window,
     };
     let windows = std::thread::scope(|s| -> Result<Vec<spin::Window>> {
         let sender = a.ipi_from.map(|from| {

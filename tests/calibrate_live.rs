@@ -84,6 +84,18 @@ fn calibrate_caches_and_live_nettop_uses_the_cache() {
         c.softirq.samples >= 200 && c.softirq.traced_ns > 0.0,
         "{c:?}"
     );
+    // As root the local timer is induced (a perf cpu-clock hrtimer on the
+    // spinner's CPU): hundreds of clean timer gaps, where the natural ticks
+    // in the windows give a few dozen at most.
+    assert!(
+        !c.notes
+            .iter()
+            .any(|n| n.contains("local timer not induced")),
+        "{:?}",
+        c.notes
+    );
+    assert_eq!(c.timer.basis, Basis::Measured, "{:?}", c.notes);
+    assert!(c.timer.samples >= 100, "{:?}", c.timer);
     // The bound: at most 0.5 s of one CPU (spinner + sender). The
     // spinner's windows add up to ~0.3 s of wall time, so more would mean a
     // runaway sender or spinner, not a slow machine.

@@ -4,9 +4,11 @@
 //! A thread pinned to one CPU spins on the clock and records every gap in
 //! its own execution ([`spin`]), while a second thread on another CPU sends
 //! it IPIs with expedited membarriers (the `call_function_single` vector RPS
-//! uses too) and the local timer ticks as usual. nettop's own BPF collector
-//! traces the same interruptions into a probe the spinner reads after each
-//! gap, so every gap carries exactly what was traced inside it. Gaps holding
+//! uses too) and, in a window of their own, TLB shootdowns, wake-ups and
+//! local timer interrupts ([`tlb`], [`resched`], [`ticker`]). nettop's own
+//! BPF collector traces the same interruptions into a probe the spinner
+//! reads after each gap, so every gap carries exactly what was traced
+//! inside it. Gaps holding
 //! one interruption of a class give that class's hidden cost (gap − traced);
 //! gaps with nothing traced (the hypervisor's own work) are kept apart
 //! ([`census`]). Device interrupts cannot be induced: they, and vectors
@@ -26,6 +28,7 @@ pub mod resched;
 pub mod rps;
 pub mod spin;
 pub mod table;
+pub mod ticker;
 pub mod tlb;
 
 use std::path::Path;
@@ -55,6 +58,8 @@ pub struct Options {
     /// leaves it alone, for the marginal cost (`census::marginal_ratio`).
     pub windows: u32,
     pub window: Duration,
+    /// The classes' window ([`spin::Schedule::classes_window`]).
+    pub classes_window: Duration,
     pub every: Duration,
     /// Time between two IPIs from the sender (50,000 IPIs/s, a heavy RPS
     /// load's rate; half of them RPS datagrams when those can be sent).
@@ -65,10 +70,12 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             // Five IPI windows, five quiet ones and the classes' window
-            // (TLB shootdowns, wake-ups): 198 ms of spinning and ~1 s of
-            // wall time, as the ten windows of 20 ms every 100 ms were.
+            // (TLB shootdowns, wake-ups, the local timer): 196 ms of
+            // spinning and ~1 s of wall time, as the ten windows of 20 ms
+            // every 100 ms were.
             windows: 11,
-            window: Duration::from_millis(18),
+            window: Duration::from_millis(16),
+            classes_window: Duration::from_millis(36),
             every: Duration::from_millis(90),
             ipi_period: Duration::from_micros(20),
         }
@@ -97,6 +104,7 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
         quiet_odd: true,
         // The last induced window.
         classes_window: (opts.windows >= 3).then(|| (opts.windows - 1) & !1),
+        classes_len: opts.classes_window,
     };
     std::thread::scope(|s| -> Result<Measured> {
         let sender = s.spawn(|| -> Result<(spin::Sent, u64)> {
@@ -130,7 +138,12 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
     })
 }
 
-/// Measures now, on CPUs chosen on this host.
+/// Measures now, on CPUs chosen on this host; once more when the first
+/// measurement was noisy ([`table::noise`] above [`table::NOISY_SPREAD`]),
+/// keeping the quieter of the two. On the development VM a burst of the
+/// host's own load during the second of spinning left every class 10–17 %
+/// spread and the local timer at twice its cost: the oracle charged the
+/// victim 27 points too much.
 pub fn measure(
     bpf: &BpfCollector,
     root: &Sysroot,
@@ -140,14 +153,60 @@ pub fn measure(
 ) -> Result<Calibration> {
     let t0 = Instant::now();
     let place = placement::choose(root)?;
-    let m = run_windows(bpf, &place, opts)?;
+    let first = measure_once(bpf, &place, key.clone(), regime, opts)?;
+    let noise = table::noise(&first);
+    if noise <= table::NOISY_SPREAD {
+        return Ok(timed(first, t0));
+    }
+    let (mut c, note) = match measure_once(bpf, &place, key, regime, opts) {
+        Ok(second) => {
+            let again = table::noise(&second);
+            let cpu_ms = first.cost_cpu_ms + second.cost_cpu_ms;
+            let mut kept = if again < noise { second } else { first };
+            kept.cost_cpu_ms = cpu_ms;
+            (
+                kept,
+                format!(
+                    "measured twice: the first spread {:.0} % of its cost (the host was busy), \
+                     the second {:.0} %; the quieter kept",
+                    100.0 * noise,
+                    100.0 * again
+                ),
+            )
+        }
+        Err(e) => (
+            first,
+            format!(
+                "spread {:.0} % of its cost (the host was busy); measuring again failed: {e:#}",
+                100.0 * noise
+            ),
+        ),
+    };
+    c.notes.push(note);
+    Ok(timed(c, t0))
+}
+
+fn timed(mut c: Calibration, t0: Instant) -> Calibration {
+    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    c
+}
+
+/// One measurement on `place`.
+fn measure_once(
+    bpf: &BpfCollector,
+    place: &Placement,
+    key: CalibrationKey,
+    regime: Regime,
+    opts: &Options,
+) -> Result<Calibration> {
+    let m = run_windows(bpf, place, opts)?;
     let woken = m.sent.woken;
     let woken_ns = if woken.wakes > 0 {
         woken.cpu_ns as f64 / woken.wakes as f64
     } else {
         0.0
     };
-    let mut c = table(&m.windows, key, regime, &place, woken_ns)?;
+    let mut c = table(&m.windows, key, regime, place, woken_ns)?;
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
@@ -158,7 +217,10 @@ pub fn measure(
     if let Some(e) = m.sent.resched_error {
         c.notes.push(format!("reschedule IPIs not induced: {e}"));
     }
-    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    if let Some(e) = m.sent.timer_error {
+        c.notes
+            .push(format!("local timer not induced (natural ticks only): {e}"));
+    }
     Ok(c)
 }
 

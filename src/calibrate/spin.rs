@@ -210,6 +210,10 @@ pub struct Sent {
     pub resched: u64,
     pub resched_error: Option<String>,
     pub woken: super::resched::Woken,
+    /// Time the local timer was induced on the spinner's CPU
+    /// ([`super::ticker`]), ns, and why it was not.
+    pub timer_ns: u64,
+    pub timer_error: Option<String>,
     /// Why there were no RPS datagrams.
     pub rps_error: Option<String>,
     /// CPU time of the loopback receiver thread, ns.
@@ -230,13 +234,16 @@ pub struct Schedule {
     pub every: Duration,
     /// The sender leaves every odd window quiet (a differential measure).
     pub quiet_odd: bool,
-    /// The window in which the sender induces TLB shootdowns and wake-ups;
-    /// every other induced window has the IPI and the RPS datagram only.
-    /// Apart, because mixed into the IPI's windows they moved its
-    /// calibrated cost by up to 1.6 µs between runs and the RPS and IPI
-    /// oracles missed by up to 11 points (BENCHMARKS.md): each class's
-    /// gaps are then measured without the others' after-effects.
+    /// The window in which the sender induces TLB shootdowns and wake-ups
+    /// (its first two thirds) and the local timer (its last); every other
+    /// induced window has the IPI and the RPS datagram only. Apart, because
+    /// mixed into the IPI's windows they moved its calibrated cost by up to
+    /// 1.6 µs between runs and the RPS and IPI oracles missed by up to 11
+    /// points (BENCHMARKS.md): each class's gaps are then measured without
+    /// the others' after-effects.
     pub classes_window: Option<u32>,
+    /// Its length: longer than the others, as it holds three classes.
+    pub classes_len: Duration,
 }
 
 /// The spinner measures its loop step for this long before each window.
@@ -245,6 +252,14 @@ const STEP_PROBE: Duration = Duration::from_millis(2);
 impl Schedule {
     pub fn window_start(&self, i: u32) -> Instant {
         self.start + self.every * i
+    }
+
+    pub fn window_len(&self, i: u32) -> Duration {
+        if self.classes_window == Some(i) {
+            self.classes_len
+        } else {
+            self.window
+        }
     }
 
     /// Whether the sender leaves window `i` alone.
@@ -257,7 +272,7 @@ impl Schedule {
         (0..self.windows)
             .map(|i| {
                 sleep_until(self.window_start(i));
-                let mut w = spin_window(probe, cpu, self.window);
+                let mut w = spin_window(probe, cpu, self.window_len(i));
                 w.induced = !self.quiet(i);
                 w
             })
@@ -306,8 +321,9 @@ enum Kind {
 /// the same IPI with a NET_RX softirq in its tail ([`super::rps`]); in
 /// [`Schedule::classes_window`] between a TLB shootdown ([`super::tlb`])
 /// and (with `rps_to`) a wake-up of a thread sleeping on that CPU, a
-/// reschedule IPI ([`super::resched`]). What cannot be set up is left out
-/// and the reason returned.
+/// reschedule IPI ([`super::resched`]), then local timer interrupts every
+/// `period` on that CPU ([`super::ticker`]). What cannot be set up is left
+/// out and the reason returned.
 pub fn send_ipis(
     stop: &AtomicBool,
     sched: &Schedule,
@@ -338,6 +354,16 @@ pub fn send_ipis(
         }
         None => None,
     };
+    // A timer interrupt's gap is ~13 µs on the development VM (~6 µs of it
+    // the traced handler): every other turn, so each gap stays one sample.
+    let ticker = match rps_to.map(|cpu| super::ticker::Ticker::new(cpu, period * 2)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            sent.timer_error = Some(format!("{e:#}"));
+            None
+        }
+        None => None,
+    };
     // Turns alternate, in the IPI's windows, between a pure IPI and (when
     // set up) an RPS datagram, as they always did; in the classes' window
     // between a TLB shootdown and a wake-up (those set up; a pure IPI when
@@ -359,16 +385,24 @@ pub fn send_ipis(
             continue;
         }
         let start = sched.window_start(i);
-        let end = start + STEP_PROBE + sched.window + Duration::from_millis(1);
+        let len = sched.window_len(i);
+        let end = start + STEP_PROBE + len + Duration::from_millis(1);
         sleep_until(start);
         let mut next = Instant::now();
         let mut turn = 0usize;
-        let kinds = if sched.classes_window == Some(i) && !class_kinds.is_empty() {
+        let classes = sched.classes_window == Some(i);
+        let kinds = if classes && !class_kinds.is_empty() {
             &class_kinds
         } else {
             &ipi_kinds
         };
-        while Instant::now() < end {
+        // The timer's half: the sender leaves the spinner to it.
+        let timer_from = match (&ticker, classes) {
+            (Some(_), true) if class_kinds.is_empty() => Some(start),
+            (Some(_), true) => Some(start + STEP_PROBE + len * 2 / 3),
+            _ => None,
+        };
+        while Instant::now() < timer_from.unwrap_or(end) {
             if stop.load(Ordering::Relaxed) {
                 break 'windows;
             }
@@ -401,6 +435,17 @@ pub fn send_ipis(
             };
             turn += 1;
             spin_until(next);
+        }
+        if let (Some(t), Some(from)) = (&ticker, timer_from) {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let on = Instant::now().max(from);
+            sleep_until(on);
+            t.enable()?;
+            sleep_until(end);
+            t.disable()?;
+            sent.timer_ns += end.saturating_duration_since(on).as_nanos() as u64;
         }
     }
     if let Some(r) = rps {

@@ -21,10 +21,12 @@
 //!   CPU 0 interrupts it with expedited membarriers: IPIs without any
 //!   softirq, where nearly all the cost is hidden.
 //!
-//! Under load nettop's TRUE% must be within 5 points of the victim's
-//! measured share and (STOLEN + HIDDEN~) must explain 85–115 % of its loss
+//! Under load nettop's TRUE% must be within 3 points of the victim's
+//! measured share and (STOLEN + HIDDEN~) must explain 90–110 % of its loss
 //! (the loss while it was on its CPU: see `Outcome::interrupt_loss_pct`);
-//! the control must show STOLEN and HIDDEN~ both below 2.
+//! the control must show STOLEN below 1 and HIDDEN~ below 2 (issue 22's
+//! bounds; issue 5's were 5 points, 85–115 % and 2). The TLB shootdown,
+//! reschedule and local timer oracles (below) run the same way.
 //!
 //! Needs root, BTF, two CPUs, `ip`, `iperf3`, `taskset`; prints `SKIPPED:`
 //! otherwise, and fails instead when NETTOP_REQUIRE_BPF=1.
@@ -45,7 +47,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::sleep;
 use std::time::Duration;
 
-use checks::{Check, check_control, check_ipi, check_steered, check_tlb, check_wake};
+use checks::{Check, check_control, check_ipi, check_steered, check_timer, check_tlb, check_wake};
 use common::netns::NetnsPair;
 use common::victim::{self, Bucket};
 use harness::{Fail, Victim, calibrate, frames_of, preconditions, unix_us};
@@ -67,13 +69,18 @@ const FRAMES: u32 = 6;
 const TRAFFIC_SECS: u32 = FRAMES + 5;
 /// Pure-IPI load: one expedited membarrier every 20 µs from CPU 0.
 const IPI_PERIOD_NS: u64 = 20_000;
+/// Local timer interrupts on the victim's CPU: one every 25 µs (each
+/// ~13 µs here, half of it the traced handler).
+const TIMER_PERIOD_NS: u64 = 25_000;
 /// Wake-ups of the thread sleeping on the victim's CPU: one every 50 µs
 /// (each also runs that thread, ~10 µs here).
 const WAKE_PERIOD_NS: u64 = 50_000;
-/// The issue's bounds.
-const MAX_TRUE_ERROR: f64 = 5.0;
-const EXPLAINED: std::ops::RangeInclusive<f64> = 0.85..=1.15;
-const CONTROL_MAX: f64 = 2.0;
+/// Issue 22's bounds: a class charged another class's cost misses them
+/// (the local timer charged the IPI's cost: +5.8 to +6.4 points at 88 %).
+const MAX_TRUE_ERROR: f64 = 3.0;
+const EXPLAINED: std::ops::RangeInclusive<f64> = 0.90..=1.10;
+const CONTROL_MAX_STOLEN: f64 = 1.0;
+const CONTROL_MAX_HIDDEN: f64 = 2.0;
 /// Attempts per scenario (see [`attempt`]).
 const ATTEMPTS: usize = 3;
 
@@ -191,6 +198,8 @@ enum Load<'a> {
     Tlb,
     /// The same thread waking a thread that sleeps on the victim's CPU.
     Wake,
+    /// A perf `cpu-clock` event's hrtimer on the victim's CPU.
+    Timer,
 }
 
 /// `env` is given to nettop: the /proc-path run sets NETTOP_NO_TASK_SAMPLER.
@@ -218,6 +227,10 @@ fn run_scenario(
             ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={},tlb=1",
             CALIBRATE.as_millis()
         ),
+        Load::Timer => format!(
+            ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={TIMER_PERIOD_NS},ipi_after_ms={},timer=1",
+            CALIBRATE.as_millis()
+        ),
         Load::Wake => format!(
             ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={WAKE_PERIOD_NS},ipi_after_ms={},wake=1",
             CALIBRATE.as_millis()
@@ -229,7 +242,7 @@ fn run_scenario(
     sleep(CALIBRATE);
     let cal_end = unix_us();
     if let Load::Rps(pair, _) = &mut load {
-        pair.start_iperf3(TRAFFIC_SECS, TRAFFIC_CPU)?;
+        start_traffic(pair)?;
     }
     sleep(RAMP);
     let frames = frames_of(pid, cache, env);
@@ -353,6 +366,34 @@ fn run_scenario(
         hidden_note: last.hidden_note.clone(),
         health: format!("{:?}", last.health),
     })
+}
+
+/// Received packets per second below this: iperf3 is not sending, or
+/// barely (the steered runs carry ~45,000/s). Seen on a busy host: runs
+/// at 250 and 12,000 interruptions/s on the victim's CPU, misses of the
+/// load, not of nettop.
+const MIN_PPS: u64 = 25_000;
+
+/// Starts the iperf3 pair and makes sure packets flow, restarting it (up
+/// to three times) when they do not.
+fn start_traffic(pair: &mut NetnsPair) -> Result<(), Fail> {
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        pair.start_iperf3(TRAFFIC_SECS, TRAFFIC_CPU)?;
+        sleep(Duration::from_millis(300));
+        let p0 = pair.rx_packets()?;
+        sleep(Duration::from_millis(250));
+        let pps = pair.rx_packets()?.saturating_sub(p0) * 4;
+        if pps >= MIN_PPS {
+            return Ok(());
+        }
+        seen.push(pps.to_string());
+        pair.stop_children();
+    }
+    Err(Fail::Broken(format!(
+        "iperf3 sent no traffic through the veth pair in three starts ({} packets/s)",
+        seen.join(", ")
+    )))
 }
 
 /// See [`Outcome::share_pct`].
@@ -569,6 +610,22 @@ fn nettop_sees_reschedule_ipi_cost() {
     let label = "reschedule IPIs from CPU 0";
     attempt(TEST, label, check_wake, || {
         run_scenario(Load::Wake, label, cache.path(), &[])
+    });
+}
+
+/// Local timer interrupts: a perf `cpu-clock` event's hrtimer on the
+/// victim's CPU, as a profiler sampling the host makes. Each costs the
+/// victim more than an IPI does (the handler reprograms the timer, a VM
+/// exit), so it holds only with the timer's own calibrated cost.
+#[test]
+fn nettop_sees_local_timer_cost() {
+    const TEST: &str = "accuracy::nettop_sees_local_timer_cost";
+    let Some((_lock, cache)) = prepare(TEST, false) else {
+        return;
+    };
+    let label = "local timer on CPU 1";
+    attempt(TEST, label, check_timer, || {
+        run_scenario(Load::Timer, label, cache.path(), &[])
     });
 }
 

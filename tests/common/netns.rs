@@ -213,6 +213,18 @@ impl NetnsPair {
         }
     }
 
+    /// Packets the receiving veth has taken so far (its counter, read
+    /// inside its namespace).
+    #[allow(dead_code)] // Not every test binary checks its load.
+    pub fn rx_packets(&self) -> Result<u64, String> {
+        let path = format!("/sys/class/net/{}/statistics/rx_packets", self.veth_rx);
+        let out = run(Command::new("ip").args(["netns", "exec", &self.ns_rx, "cat", &path]))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim()
+            .parse()
+            .map_err(|e| format!("{path} reads '{}': {e}", text.trim()))
+    }
+
     /// Kills every process started with [`Self::spawn_in`] and anything else
     /// left in the namespaces.
     pub fn stop_children(&mut self) {

@@ -54,6 +54,11 @@ pub struct Options {
     /// instead (eventfd): a reschedule IPI, then that thread runs and
     /// sleeps again; its run time is reported per bucket (`other_ns`).
     pub wake: bool,
+    /// No sender at all: a `cpu-clock` perf event on the spinner's CPU
+    /// (nettop's calibration `Ticker`) fires its hrtimer every
+    /// `ipi_period_ns`: local timer interrupts that wake nobody, as a
+    /// profiler sampling the host makes.
+    pub timer: bool,
 }
 
 impl Default for Options {
@@ -69,6 +74,7 @@ impl Default for Options {
             ipi_after_ms: 0,
             tlb: false,
             wake: false,
+            timer: false,
         }
     }
 }
@@ -97,6 +103,7 @@ impl Options {
                 "ipi_after_ms" => o.ipi_after_ms = n,
                 "tlb" => o.tlb = n != 0,
                 "wake" => o.wake = n != 0,
+                "timer" => o.timer = n != 0,
                 _ => return Err(format!("unknown victim option '{k}'")),
             }
         }
@@ -263,7 +270,7 @@ fn send_ipis(
     // its CPU). The pure-IPI sender starved the same way on the shared VM
     // (~1,000 membarriers/s, BENCHMARKS.md), but that oracle is in the
     // default suite and passes on a quiet host as it is.
-    if !(opts.tlb || opts.wake) {
+    if !(opts.tlb || opts.wake || opts.timer) {
         set_nice(0)?;
     }
     let start = Instant::now();
@@ -274,6 +281,17 @@ fn send_ipis(
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let period = std::time::Duration::from_nanos(opts.ipi_period_ns);
+    if opts.timer {
+        let cpu = opts.cpu.unwrap_or(0) as u32;
+        let ticker = nettop::calibrate::ticker::Ticker::new(cpu, period)
+            .and_then(|t| t.enable().map(|()| t))
+            .map_err(|e| io::Error::other(format!("{e:#}")))?;
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        drop(ticker);
+        return Ok(0);
+    }
     let page = if opts.tlb { Some(Page::new()?) } else { None };
     let mut next = Instant::now();
     let mut n = 0;

@@ -104,6 +104,10 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
             "nettop_task_hidden_seconds_total",
             b(x.hidden) * x.tasks_bpf,
         ),
+        (
+            "nettop_task_rebilled_seconds_total",
+            b(x.hidden) * x.tasks_bpf,
+        ),
         ("nettop_task_softirq_inline_seconds_total", x.tasks_bpf),
         ("nettop_task_interruptions_total", x.tasks_bpf),
         ("nettop_bpf_map_full_total", b(x.bpf)),
@@ -161,7 +165,7 @@ pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
         + per_device * x.devices
         + x.devices_per_packet
         + x.devices_per_byte
-        + 7 * x.tasks
+        + 8 * x.tasks
         + 10 * x.cgroup_rows.unwrap_or(0)
         + 2 * x.calibration_classes
         + 2 * x.programs

@@ -129,6 +129,7 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_task_on_cpu_seconds", S, "Scheduler on-CPU time (schedstat), top-N tasks by stolen time", |s, o| per_task(s, o, |t| Some(secs(t.on_cpu_ns)))),
     def(Counter, "nettop_task_stolen_seconds", S, "Hardirq, system vector and softirq time run in the task's context for others, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.stolen_ns())))),
     def(Counter, "nettop_task_hidden_seconds", S, "Estimated untraced cost of the interruptions in the task's context (calibrated), top-N tasks", task_hidden),
+    def(Counter, "nettop_task_rebilled_seconds", S, "CPU time the kernel billed to the threads the task's reschedule IPIs woke though it was the task's (calibrated; TRUE = on-CPU - stolen - hidden + rebilled), top-N tasks", task_rebilled),
     def(Counter, "nettop_task_softirq_inline_seconds", S, "Softirq time the task raised and ran itself, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.softirq_ctx_ns(CTX_INLINE))))),
     def(Counter, "nettop_task_interruptions", NO, "Hardirqs and system vectors that interrupted the task, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| a.interruptions() as f64))),
     // Collector health.
@@ -268,6 +269,12 @@ fn task_cpu_seconds(s: &Scrape, o: &mut Samples) {
 fn task_hidden(s: &Scrape, o: &mut Samples) {
     if let Some(cal) = s.cal {
         per_task(s, o, |t| t.irq.as_ref().map(|a| cal.hidden_ns(a) / 1e9));
+    }
+}
+
+fn task_rebilled(s: &Scrape, o: &mut Samples) {
+    if let Some(cal) = s.cal {
+        per_task(s, o, |t| t.irq.as_ref().map(|a| cal.rebilled_ns(a) / 1e9));
     }
 }
 
