@@ -218,8 +218,7 @@ fn measure_once(
         c.notes.push(format!("reschedule IPIs not induced: {e}"));
     }
     if let Some(e) = m.sent.timer_error {
-        c.notes
-            .push(format!("local timer not induced (natural ticks only): {e}"));
+        c.notes.push(format!("local timer {e}"));
     }
     Ok(c)
 }

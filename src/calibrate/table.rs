@@ -310,6 +310,18 @@ mod tests {
         }
     }
 
+    /// The table of one window of 300 IPIs and 25 ticks.
+    fn plain() -> Calibration {
+        table(
+            &[window(300, 25, 0)],
+            CalibrationKey::default(),
+            Regime::TickBased,
+            &place(),
+            0.0,
+        )
+        .expect("table")
+    }
+
     /// One 100 ms window: `ipis` IPI gaps of 3.5 µs (0.5 traced), `ticks`
     /// timer gaps of 20 µs (15 traced), 10 hypervisor gaps of 10 µs.
     fn window(ipis: u64, ticks: u64, cputime_ns: u64) -> Window {
@@ -377,14 +389,7 @@ mod tests {
     /// costs; classes not measured, or near 0, do not count.
     #[test]
     fn noise_is_the_widest_relative_spread() {
-        let mut c = table(
-            &[window(300, 25, 0)],
-            CalibrationKey::default(),
-            Regime::TickBased,
-            &place(),
-            0.0,
-        )
-        .expect("table");
+        let mut c = plain();
         // Identical gaps: no spread at all.
         assert_eq!(noise(&c), 0.0);
         c.ipi.spread_ns = 150.0; // 5 % of 3 µs
@@ -469,14 +474,7 @@ mod tests {
         );
 
         // No RPS gaps (no CAP_SYS_ADMIN): not measured, charged as 0.
-        let c = table(
-            &[window(300, 25, 0)],
-            CalibrationKey::default(),
-            Regime::TickBased,
-            &place(),
-            0.0,
-        )
-        .expect("table");
+        let c = plain();
         assert_eq!(c.softirq.basis, Basis::NotMeasured);
     }
 

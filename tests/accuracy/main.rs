@@ -577,6 +577,17 @@ fn nettop_sees_stolen_time() {
     }
 }
 
+/// A load of system vectors from the victim's own process (no network):
+/// the lock, the host check, then up to [`ATTEMPTS`] attempts.
+fn vector_oracle(test: &str, label: &'static str, check: Check, load: fn() -> Load<'static>) {
+    let Some((_lock, cache)) = prepare(test, false) else {
+        return;
+    };
+    attempt(test, label, check, || {
+        run_scenario(load(), label, cache.path(), &[])
+    });
+}
+
 /// TLB shootdowns: call-function IPIs whose handler flushes the victim's
 /// TLB, which it then refills; no softirq, nearly all of it hidden. In
 /// the default suite since the calibration induces them in a window of
@@ -585,14 +596,12 @@ fn nettop_sees_stolen_time() {
 /// measurement, the retry −1.1), BENCHMARKS.md.
 #[test]
 fn nettop_sees_tlb_shootdown_cost() {
-    const TEST: &str = "accuracy::nettop_sees_tlb_shootdown_cost";
-    let Some((_lock, cache)) = prepare(TEST, false) else {
-        return;
-    };
-    let label = "TLB shootdowns from CPU 0";
-    attempt(TEST, label, check_tlb, || {
-        run_scenario(Load::Tlb, label, cache.path(), &[])
-    });
+    vector_oracle(
+        "accuracy::nettop_sees_tlb_shootdown_cost",
+        "TLB shootdowns from CPU 0",
+        check_tlb,
+        || Load::Tlb,
+    );
 }
 
 /// Reschedule IPIs: a thread on CPU 0 wakes one that sleeps on the
@@ -603,40 +612,35 @@ fn nettop_sees_tlb_shootdown_cost() {
 /// back to the IPI's cost and misses, the retry passed), BENCHMARKS.md.
 #[test]
 fn nettop_sees_reschedule_ipi_cost() {
-    const TEST: &str = "accuracy::nettop_sees_reschedule_ipi_cost";
-    let Some((_lock, cache)) = prepare(TEST, false) else {
-        return;
-    };
-    let label = "reschedule IPIs from CPU 0";
-    attempt(TEST, label, check_wake, || {
-        run_scenario(Load::Wake, label, cache.path(), &[])
-    });
+    vector_oracle(
+        "accuracy::nettop_sees_reschedule_ipi_cost",
+        "reschedule IPIs from CPU 0",
+        check_wake,
+        || Load::Wake,
+    );
 }
 
 /// Local timer interrupts: a perf `cpu-clock` event's hrtimer on the
-/// victim's CPU, as a profiler sampling the host makes. Each costs the
-/// victim more than an IPI does (the handler reprograms the timer, a VM
-/// exit), so it holds only with the timer's own calibrated cost.
+/// victim's CPU, as a profiler sampling the host makes. In one of the
+/// development VM's two states each hides 1.3–1.7 µs more than an IPI, and
+/// charged the IPI's cost the oracle is 6 points high and fails
+/// (BENCHMARKS.md); in the other the two costs coincide.
 #[test]
 fn nettop_sees_local_timer_cost() {
-    const TEST: &str = "accuracy::nettop_sees_local_timer_cost";
-    let Some((_lock, cache)) = prepare(TEST, false) else {
-        return;
-    };
-    let label = "local timer on CPU 1";
-    attempt(TEST, label, check_timer, || {
-        run_scenario(Load::Timer, label, cache.path(), &[])
-    });
+    vector_oracle(
+        "accuracy::nettop_sees_local_timer_cost",
+        "local timer on CPU 1",
+        check_timer,
+        || Load::Timer,
+    );
 }
 
 #[test]
 fn nettop_sees_pure_ipi_cost() {
-    const TEST: &str = "accuracy::nettop_sees_pure_ipi_cost";
-    let Some((_lock, cache)) = prepare(TEST, false) else {
-        return;
-    };
-    let label = "pure IPIs from CPU 0";
-    attempt(TEST, label, check_ipi, || {
-        run_scenario(Load::Ipi, label, cache.path(), &[])
-    });
+    vector_oracle(
+        "accuracy::nettop_sees_pure_ipi_cost",
+        "pure IPIs from CPU 0",
+        check_ipi,
+        || Load::Ipi,
+    );
 }
