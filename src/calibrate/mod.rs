@@ -8,18 +8,18 @@
 //! local timer interrupts ([`tlb`], [`resched`], [`ticker`]). nettop's own
 //! BPF collector traces the same interruptions into a probe the spinner
 //! reads after each gap, so every gap carries exactly what was traced
-//! inside it. Gaps holding
-//! one interruption of a class give that class's hidden cost (gap − traced);
-//! gaps with nothing traced (the hypervisor's own work) are kept apart
-//! ([`census`]). Device interrupts cannot be induced: they, and vectors
+//! inside it. Gaps holding one interruption of a class give that class's
+//! hidden cost (gap − traced); gaps with nothing traced (the hypervisor's
+//! own work) are kept apart ([`census`]). Device interrupts cannot be induced: they, and vectors
 //! without enough samples, take the IPI's cost (same entry, exit and APIC
 //! path; only the handler differs, and that is traced). Every other window
 //! is quiet, and the costs are scaled to what the induced windows lost
 //! beyond the quiet ones ([`census::marginal_ratio`]).
 //!
 //! Bounded: ~0.2 s of spinning plus the sender's share (~0.34 s of CPU in
-//! all) over ~1 s of wall time, once per boot ([`cache`]), on CPUs chosen by
-//! [`placement`].
+//! all) over ~1 s of wall time, twice that when the host was too busy for
+//! the first measurement ([`measure`]), once per boot ([`cache`]), on CPUs
+//! chosen by [`placement`].
 
 pub mod cache;
 pub mod census;

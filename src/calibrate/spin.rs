@@ -398,7 +398,7 @@ pub fn send_ipis(
         } else {
             &ipi_kinds
         };
-        // The timer's half: the sender leaves the spinner to it.
+        // The timer's third: the sender leaves the spinner to it.
         let timer_from = match (&ticker, classes) {
             (Some(_), true) if class_kinds.is_empty() => Some(start),
             (Some(_), true) => Some(start + STEP_PROBE + len * 2 / 3),

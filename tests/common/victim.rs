@@ -54,8 +54,8 @@ pub struct Options {
     /// instead (eventfd): a reschedule IPI, then that thread runs and
     /// sleeps again; its run time is reported per bucket (`other_ns`).
     pub wake: bool,
-    /// No sender at all: a `cpu-clock` perf event on the spinner's CPU
-    /// (nettop's calibration `Ticker`) fires its hrtimer every
+    /// The sender only opens a `cpu-clock` perf event on the spinner's CPU
+    /// (nettop's calibration `Ticker`), whose hrtimer fires every
     /// `ipi_period_ns`: local timer interrupts that wake nobody, as a
     /// profiler sampling the host makes.
     pub timer: bool,
