@@ -17,9 +17,8 @@
 //! beyond the quiet ones ([`census::marginal_ratio`]).
 //!
 //! Bounded: ~0.2 s of spinning plus the sender's share (~0.34 s of CPU in
-//! all) over ~1 s of wall time, twice that when the host was too busy for
-//! the first measurement ([`measure`]), once per boot ([`cache`]), on CPUs
-//! chosen by [`placement`].
+//! all) over ~1 s of wall time, once per boot ([`cache`]), on CPUs chosen
+//! by [`placement`].
 
 pub mod cache;
 pub mod census;
@@ -138,12 +137,12 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
     })
 }
 
-/// Measures now, on CPUs chosen on this host; once more when the first
-/// measurement was noisy ([`table::noise`] above [`table::NOISY_SPREAD`]),
-/// keeping the quieter of the two. On the development VM a burst of the
-/// host's own load during the second of spinning left every class 10–17 %
-/// spread and the local timer at twice its cost: the oracle charged the
-/// victim 27 points too much.
+/// Measures now, on CPUs chosen on this host. A measurement the host
+/// disturbed ([`table::noise`] above [`table::NOISY_SPREAD`]) says so in a
+/// note rather than being measured again, which would double the
+/// calibration's CPU budget: on the development VM a burst of the host's
+/// own load during the second of spinning left every class 13–17 % spread
+/// and the local timer at twice its cost (an oracle attempt 27 points low).
 pub fn measure(
     bpf: &BpfCollector,
     root: &Sysroot,
@@ -153,42 +152,17 @@ pub fn measure(
 ) -> Result<Calibration> {
     let t0 = Instant::now();
     let place = placement::choose(root)?;
-    let first = measure_once(bpf, &place, key.clone(), regime, opts)?;
-    let noise = table::noise(&first);
-    if noise <= table::NOISY_SPREAD {
-        return Ok(timed(first, t0));
+    let mut c = measure_once(bpf, &place, key, regime, opts)?;
+    let noise = table::noise(&c);
+    if noise > table::NOISY_SPREAD {
+        c.notes.push(format!(
+            "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
+             this was measured; `nettop --calibrate` again when it is quieter",
+            100.0 * noise
+        ));
     }
-    let (mut c, note) = match measure_once(bpf, &place, key, regime, opts) {
-        Ok(second) => {
-            let again = table::noise(&second);
-            let cpu_ms = first.cost_cpu_ms + second.cost_cpu_ms;
-            let mut kept = if again < noise { second } else { first };
-            kept.cost_cpu_ms = cpu_ms;
-            (
-                kept,
-                format!(
-                    "measured twice: the first spread {:.0} % of its cost (the host was busy), \
-                     the second {:.0} %; the quieter kept",
-                    100.0 * noise,
-                    100.0 * again
-                ),
-            )
-        }
-        Err(e) => (
-            first,
-            format!(
-                "spread {:.0} % of its cost (the host was busy); measuring again failed: {e:#}",
-                100.0 * noise
-            ),
-        ),
-    };
-    c.notes.push(note);
-    Ok(timed(c, t0))
-}
-
-fn timed(mut c: Calibration, t0: Instant) -> Calibration {
     c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-    c
+    Ok(c)
 }
 
 /// One measurement on `place`.
