@@ -403,14 +403,16 @@ static __always_inline __u32 intr_class(__u32 kind)
 }
 
 /* Counts one interruption's class into an account (the device and sysvec
- * totals are counted by the caller), and whether it landed in a stolen
- * softirq run. */
-static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si)
+ * totals are counted by the caller), whether it landed in a stolen softirq
+ * run, and a plain IPI's handler time `d`. */
+static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si, __u64 d)
 {
 	if (cls == NT_INTR_TIMER)
 		a->timer_count++;
 	else if (cls == NT_INTR_IPI || cls == NT_INTR_TLB || cls == NT_INTR_RESCHED)
 		a->ipi_count++;
+	if (cls == NT_INTR_IPI)
+		a->ipi_ns += d;
 	if (cls == NT_INTR_TLB)
 		a->tlb_count++;
 	else if (cls == NT_INTR_RESCHED)
@@ -530,7 +532,7 @@ static __always_inline int on_hardirq_exit(__u32 run)
 		cs->acct.sysvec_ns += d;
 		cs->acct.sysvec_count++;
 	}
-	count_class(&cs->acct, cls, in_si);
+	count_class(&cs->acct, cls, in_si, d);
 
 	s = claim_slot(pc, SLOT_HARDIRQ, bpf_get_current_pid_tgid());
 	if (!s) {
@@ -544,7 +546,7 @@ static __always_inline int on_hardirq_exit(__u32 run)
 		s->val.acct.sysvec_ns += d;
 		s->val.acct.sysvec_count++;
 	}
-	count_class(&s->val.acct, cls, in_si);
+	count_class(&s->val.acct, cls, in_si, d);
 	release_slot(s);
 	return 0;
 }

@@ -81,6 +81,12 @@ pub struct IrqAcct {
     pub tlb_count: u64,
     #[serde(default)]
     pub resched_count: u64,
+    /// Handler time of the plain IPIs (`ipi_count` less `tlb_count` and
+    /// `resched_count`): per IPI, the sign of the host's way of delivering
+    /// interrupts ([`crate::model::hidden::state_note`]). Older recordings
+    /// read as 0: not known.
+    #[serde(default)]
+    pub ipi_ns: u64,
 }
 
 /// Interruption classes, in the order of `NT_INTR_*` (bpf/nettop.h), of
@@ -140,6 +146,7 @@ impl IrqAcct {
             .saturating_add(b.softirq_stolen_count);
         self.tlb_count = self.tlb_count.saturating_add(b.tlb_count);
         self.resched_count = self.resched_count.saturating_add(b.resched_count);
+        self.ipi_ns = self.ipi_ns.saturating_add(b.ipi_ns);
         for (x, y) in self.in_softirq_count.iter_mut().zip(&b.in_softirq_count) {
             *x = x.saturating_add(*y);
         }

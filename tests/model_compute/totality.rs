@@ -91,6 +91,8 @@ fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
                 in_softirq_count: [s[3], s[4], s[5], s[6], s[7], s[8]],
                 tlb_count: s[9],
                 resched_count: s[7],
+                // Arbitrary handler time: the state check must stay total.
+                ipi_ns: c,
             }
         }),
     )

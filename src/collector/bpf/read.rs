@@ -335,6 +335,7 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         in_softirq_count: a.in_softirq,
         tlb_count: a.tlb_count,
         resched_count: a.resched_count,
+        ipi_ns: a.ipi_ns,
     }
 }
 

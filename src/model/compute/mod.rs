@@ -128,6 +128,7 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         softirq_stolen_count: d(p.softirq_stolen_count, c.softirq_stolen_count),
         tlb_count: d(p.tlb_count, c.tlb_count),
         resched_count: d(p.resched_count, c.resched_count),
+        ipi_ns: d(p.ipi_ns, c.ipi_ns),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {
@@ -371,11 +372,20 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         regime: host.regime,
         regime_note: regime_note(host.regime).to_string(),
         hidden_note: match cur.source {
-            Source::Bpf => hidden::note(
-                host.calibration.as_ref(),
-                &host.calibration_missing,
-                cur.unix_ms,
-            ),
+            Source::Bpf => {
+                let note = hidden::note(
+                    host.calibration.as_ref(),
+                    &host.calibration_missing,
+                    cur.unix_ms,
+                );
+                let state = host.calibration.as_ref().and_then(|c| {
+                    hidden::state_note(c, calcs.iter().map(|(cpu, k)| (*cpu, &k.irq)))
+                });
+                match state {
+                    Some(w) => format!("{note}. {w}"),
+                    None => note,
+                }
+            }
             Source::ProcOnly => String::new(),
         },
         source: cur.source,
