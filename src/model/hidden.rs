@@ -208,8 +208,7 @@ pub fn state_note<'a>(
     Some(format!(
         "IPI handlers now take {} each against {at_cal:.0} ns when calibrated: the host \
          delivers interrupts another way than then, and their untraced cost may differ from \
-         the calibrated one (on the development VM by a quarter); measure again with \
-         nettop --calibrate",
+         the calibrated one; measure again with nettop --calibrate",
         off.join(", ")
     ))
 }
