@@ -216,6 +216,7 @@ pub fn state_note<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::calibration::ClassCost;
 
     #[test]
     fn a_changed_ipi_handler_time_says_the_calibration_is_from_another_state() {
@@ -274,7 +275,6 @@ mod tests {
         c.resched.basis = Basis::SameAsIpi;
         assert_eq!(c.rebilled_ns(&a), 0.0);
     }
-    use crate::sample::calibration::ClassCost;
 
     fn cal() -> Calibration {
         Calibration {
