@@ -413,9 +413,10 @@ static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si
 		a->ipi_count++;
 	if (cls == NT_INTR_IPI)
 		a->ipi_ns += d;
-	if (cls == NT_INTR_TLB)
+	if (cls == NT_INTR_TLB) {
 		a->tlb_count++;
-	else if (cls == NT_INTR_RESCHED)
+		a->tlb_ns += d;
+	} else if (cls == NT_INTR_RESCHED)
 		a->resched_count++;
 	if (in_si && cls < NT_NR_INTR)
 		a->in_softirq[cls]++;

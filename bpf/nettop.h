@@ -79,6 +79,9 @@ struct nt_acct {
 	 * interrupts apart (on the development VM ~270 ns in one state,
 	 * ~480 ns in the other, where each IPI hides ~1.3 us more). */
 	__u64 ipi_ns;
+	/* Handler time of the TLB shootdowns (tlb_count): the same sign for a
+	 * task whose IPIs are nearly all shootdowns (~470 and ~870 ns). */
+	__u64 tlb_ns;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process

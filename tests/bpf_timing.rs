@@ -290,12 +290,15 @@ fn interruptions_are_classed_and_probed() {
     // Plain IPIs' handler time: call_function_single, irq_work and the
     // RPS IPI, not the TLB shootdown's or the reschedules'.
     assert_eq!(me.acct.ipi_ns, 300 + 50 + 20);
+    // The shootdown's own handler time, not the reschedule's flush.
+    assert_eq!(me.acct.tlb_ns, 800);
     assert_eq!(me.acct.in_softirq_count, [0, 0, 0, 0, 0, 1]);
     assert_eq!(me.acct.softirq_stolen_count, 1, "the IPI's NET_RX");
     let cpu = &r.cpus[0];
     assert_eq!((cpu.acct.timer_count, cpu.acct.ipi_count), (1, 7));
     assert_eq!((cpu.acct.tlb_count, cpu.acct.resched_count), (1, 3));
     assert_eq!(cpu.acct.ipi_ns, 300 + 50 + 20);
+    assert_eq!(cpu.acct.tlb_ns, 800);
     assert_eq!(cpu.acct.in_softirq_count, [0, 0, 0, 0, 0, 1]);
     assert_eq!(cpu.acct.softirq_stolen_count, 1);
 }

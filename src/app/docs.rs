@@ -119,7 +119,9 @@ pub const FILES: &[(&str, &str)] = &[
         "/var/cache/nettop/calibration.json",
         "The calibration cache: this host's hidden cost per interruption, valid for \
          one kernel, CPU model, hypervisor, boot and nettop build. `--cache-dir DIR` or \
-         `NETTOP_CACHE_DIR` moves it; `--calibrate` measures again and replaces it.",
+         `NETTOP_CACHE_DIR` moves it; `--calibrate` measures again and replaces it, keeping the \
+         costs of each other state of the host (its way of delivering IPIs) a calibration saw on \
+         this boot.",
     ),
     (
         "FILE",

@@ -87,10 +87,19 @@ pub fn load(dir: &Path, key: &CalibrationKey) -> Option<Calibration> {
     Some(c)
 }
 
-/// Writes the calibration atomically (a reader never sees half a file).
-pub fn store(dir: &Path, c: &Calibration) -> Result<PathBuf> {
+/// Writes the calibration atomically (a reader never sees half a file),
+/// with the states the cached table for the same key knew
+/// ([`super::states::merge`]): `c` gets them too.
+pub fn store(dir: &Path, c: &mut Calibration) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = file(dir);
+    let old = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Calibration>(&t).ok())
+        .filter(|o| o.key == c.key);
+    if let Some(old) = old {
+        super::states::merge(c, &old);
+    }
     let text = serde_json::to_string_pretty(c).context("encoding the calibration")?;
     crate::sys::safefile::replace(&path, text.as_bytes())?;
     Ok(path)
@@ -99,6 +108,7 @@ pub fn store(dir: &Path, c: &Calibration) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibrate::states::tests::{cal_at, handlers};
 
     #[test]
     fn stale_keys_are_no_cache() {
@@ -114,7 +124,7 @@ mod tests {
             ..Default::default()
         };
         assert!(load(d.path(), &k).is_none(), "empty dir");
-        let p = store(d.path(), &c).expect("store");
+        let p = store(d.path(), &mut c.clone()).expect("store");
         let got = load(d.path(), &k).expect("same key loads");
         assert_eq!(got.cpu, 1);
         assert_eq!(got.origin, format!("cache {}", p.display()));
@@ -125,6 +135,38 @@ mod tests {
         assert!(load(d.path(), &other).is_none(), "another boot");
         std::fs::write(file(d.path()), "{not json").expect("write");
         assert!(load(d.path(), &other).is_none(), "corrupt file");
+    }
+
+    #[test]
+    fn the_cache_keeps_each_state_the_host_was_seen_in() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // The first state, then the second: the second's table knows the
+        // first.
+        store(d.path(), &mut cal_at(1, 270.0, 5_600.0)).expect("store");
+        let mut b = cal_at(2, 480.0, 7_000.0);
+        store(d.path(), &mut b).expect("store");
+        assert_eq!(
+            handlers(&b),
+            [270.0],
+            "the stored copy's caller has them too"
+        );
+        let got = load(d.path(), &CalibrationKey::default()).expect("loads");
+        assert_eq!(handlers(&got), [270.0]);
+        assert_eq!(got.states[0].ipi.hidden_ns, 5_600.0);
+        // The first state measured again replaces its older costs and
+        // keeps the second's.
+        let mut a2 = cal_at(3, 285.0, 5_500.0);
+        store(d.path(), &mut a2).expect("store");
+        assert_eq!(handlers(&a2), [480.0]);
+        // A third state: all three, newest first.
+        let mut c = cal_at(4, 900.0, 9_000.0);
+        store(d.path(), &mut c).expect("store");
+        assert_eq!(handlers(&c), [285.0, 480.0]);
+        // Another boot's table gives nothing.
+        let mut other = cal_at(5, 480.0, 7_000.0);
+        other.key.boot_id = "b".into();
+        store(d.path(), &mut other).expect("store");
+        assert!(other.states.is_empty());
     }
 
     #[test]

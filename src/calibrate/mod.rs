@@ -26,6 +26,7 @@ pub mod placement;
 pub mod resched;
 pub mod rps;
 pub mod spin;
+pub mod states;
 pub mod table;
 pub mod ticker;
 pub mod tlb;
@@ -211,7 +212,7 @@ pub fn cached_or_measure(
         return Ok(c);
     }
     let mut c = measure(bpf, root, key, host.regime, &Options::default())?;
-    c.origin = match cache::store(dir, &c) {
+    c.origin = match cache::store(dir, &mut c) {
         Ok(p) => format!("measured at start, cached in {}", p.display()),
         Err(e) => format!("measured at start, not cached: {e:#}"),
     };
@@ -232,7 +233,7 @@ pub fn recalibrate(root: &Sysroot, dir: &Path) -> Result<Calibration> {
     })?;
     let key = cache::key(root, &host, bpf.mode().name());
     let mut c = measure(&bpf, root, key, host.regime, &Options::default())?;
-    c.origin = match cache::store(dir, &c) {
+    c.origin = match cache::store(dir, &mut c) {
         Ok(p) => format!("measured, cached in {}", p.display()),
         Err(e) => format!("measured, not cached: {e:#}"),
     };

@@ -103,9 +103,78 @@ pub fn render_table(c: &Calibration) -> String {
          not charged to anyone. {} gaps, {} context switches in the spinner.",
         c.untraced_gaps_per_s, c.untraced_pct, c.gaps, c.ctx_switches
     );
+    if !c.states.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nThe host's other states seen on this boot (a frame is charged the state its own \
+             IPIs' handler time shows):\n{:<19} {:>9} {:>9} {:>9} {:>9}",
+            "measured", "ipi trc", "ipi hid", "tlb trc", "tlb hid"
+        );
+        for s in &c.states {
+            let (tt, th) = match s.tlb.basis {
+                Basis::Measured => (ns(s.tlb.traced_ns), ns(s.tlb.hidden_ns)),
+                Basis::SameAsIpi | Basis::NotMeasured => ("-".into(), "= ipi".into()),
+            };
+            let _ = writeln!(
+                out,
+                "{:<19} {:>9} {:>9} {tt:>9} {th:>9}",
+                format_utc(s.measured_unix_ms),
+                ns(s.ipi.traced_ns),
+                ns(s.ipi.hidden_ns)
+            );
+        }
+    }
     for n in &c.notes {
         let _ = writeln!(out, "Note: {n}");
     }
     let _ = writeln!(out, "Origin: {}", c.origin);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::calibration::{ClassCost, IpiState};
+
+    #[test]
+    fn the_table_lists_the_other_states() {
+        let cost = |traced_ns, hidden_ns| ClassCost {
+            basis: Basis::Measured,
+            samples: 1_000,
+            traced_ns,
+            hidden_ns,
+            spread_ns: 80.0,
+        };
+        let mut c = Calibration {
+            ipi: cost(270.0, 5_600.0),
+            tlb: cost(470.0, 5_700.0),
+            ..Default::default()
+        };
+        assert!(!render_table(&c).contains("other states"));
+        c.states = vec![
+            IpiState {
+                measured_unix_ms: 1_764_133_200_000,
+                ipi: cost(480.0, 7_000.0),
+                tlb: cost(870.0, 7_100.0),
+            },
+            IpiState {
+                measured_unix_ms: 1_764_133_260_000,
+                ipi: cost(900.0, 9_000.0),
+                tlb: ClassCost::not_measured(),
+            },
+        ];
+        let t = render_table(&c);
+        let rows: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.contains("other states"))
+            .skip(2)
+            .take(2)
+            .collect();
+        assert_eq!(rows.len(), 2, "{t}");
+        fn cells(l: &str) -> Vec<&str> {
+            l.split_whitespace().rev().take(4).collect()
+        }
+        assert_eq!(cells(rows[0]), ["7100", "870", "7000", "480"], "{t}");
+        assert_eq!(cells(rows[1]), ["ipi", "=", "-", "9000"], "{t}");
+    }
 }

@@ -136,6 +136,36 @@ pub struct Calibration {
     /// What could not be measured, and why.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The IPI path's costs in the host's other states, from earlier
+    /// calibrations on this boot (`calibrate::cache` keeps them): a VM's
+    /// host can deliver IPIs two ways, minutes apart, each with its own
+    /// handler time and hidden cost, and a frame is charged the state its
+    /// own IPIs' handler time shows (`model::hidden`). Empty in tables from
+    /// before it, and until a calibration sees a second state.
+    #[serde(default)]
+    pub states: Vec<IpiState>,
+}
+
+/// Plain-IPI handler times this close (either way) are one state of the
+/// host: calibrations within one state on the development VM differ by up
+/// to 1.15×, its two states are 1.8× apart.
+pub const SAME_STATE: f64 = 1.3;
+
+/// Whether two handler times per IPI are one state ([`SAME_STATE`]).
+pub fn same_state(a_ns: f64, b_ns: f64) -> bool {
+    b_ns > 0.0 && (1.0 / SAME_STATE..=SAME_STATE).contains(&(a_ns / b_ns))
+}
+
+/// The classes whose cost moves with the host's way of delivering IPIs,
+/// as one calibration measured them. The local timer, reschedules and the
+/// softirq tail kept their costs across the development VM's two states,
+/// so they are the table's own.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct IpiState {
+    pub measured_unix_ms: u64,
+    pub ipi: ClassCost,
+    #[serde(default = "ClassCost::not_measured")]
+    pub tlb: ClassCost,
 }
 
 fn one() -> f64 {
@@ -164,15 +194,39 @@ impl Calibration {
         ]
     }
 
-    /// What HIDDEN~ charges per interruption of each class: its own cost,
-    /// or the IPI's for a class this table did not measure (a table from
-    /// before the class existed, or one that could not induce it).
-    pub fn charged_ns(&self) -> [f64; 6] {
-        let ipi = self.ipi.hidden_ns.max(0.0);
-        self.classes().map(|(_, c)| match c.basis {
-            Basis::NotMeasured => ipi,
-            _ => c.hidden_ns.max(0.0),
-        })
+    /// What HIDDEN~ charges per interruption of each class in `state`
+    /// (one of [`Self::known_states`]): its own cost, or the state's IPI
+    /// cost for a class that takes the IPI's (not inducible, or a table
+    /// from before the class existed, or one that could not induce it).
+    pub fn charged_ns(&self, state: &IpiState) -> [f64; 6] {
+        let ipi = state.ipi.hidden_ns.max(0.0);
+        let mut out = self.classes().map(|(_, c)| match c.basis {
+            Basis::Measured => c.hidden_ns.max(0.0),
+            Basis::SameAsIpi | Basis::NotMeasured => ipi,
+        });
+        out[2] = ipi;
+        out[4] = match state.tlb.basis {
+            Basis::Measured => state.tlb.hidden_ns.max(0.0),
+            Basis::SameAsIpi | Basis::NotMeasured => ipi,
+        };
+        out
+    }
+
+    /// This table's own IPI-path costs as a state.
+    pub fn own_state(&self) -> IpiState {
+        IpiState {
+            measured_unix_ms: self.measured_unix_ms,
+            ipi: self.ipi.clone(),
+            tlb: self.tlb.clone(),
+        }
+    }
+
+    /// Every state this table can charge: its own first, then the others
+    /// earlier calibrations saw.
+    pub fn known_states(&self) -> Vec<IpiState> {
+        std::iter::once(self.own_state())
+            .chain(self.states.iter().cloned())
+            .collect()
     }
 
     /// Every row of the table: the interruption classes and the softirq

@@ -87,6 +87,10 @@ pub struct IrqAcct {
     /// read as 0: not known.
     #[serde(default)]
     pub ipi_ns: u64,
+    /// Handler time of the TLB shootdowns: the same sign for a task whose
+    /// IPIs are nearly all shootdowns. Older recordings read as 0.
+    #[serde(default)]
+    pub tlb_ns: u64,
 }
 
 /// Interruption classes, in the order of `NT_INTR_*` (bpf/nettop.h), of
@@ -147,6 +151,7 @@ impl IrqAcct {
         self.tlb_count = self.tlb_count.saturating_add(b.tlb_count);
         self.resched_count = self.resched_count.saturating_add(b.resched_count);
         self.ipi_ns = self.ipi_ns.saturating_add(b.ipi_ns);
+        self.tlb_ns = self.tlb_ns.saturating_add(b.tlb_ns);
         for (x, y) in self.in_softirq_count.iter_mut().zip(&b.in_softirq_count) {
             *x = x.saturating_add(*y);
         }

@@ -6,10 +6,34 @@ use super::{
 };
 
 /// A scenario's pass condition.
-pub type Check = fn(&Outcome) -> Result<(), String>;
+pub type Check = fn(&Outcome) -> Result<(), Miss>;
+
+/// Why an attempt missed.
+pub enum Miss {
+    /// The load did not reach the victim (iperf3 thinning out after its
+    /// start was checked): no evidence about nettop either way, so the
+    /// attempt is run again without counting (see `attempt`).
+    NoLoad(String),
+    /// nettop's figures are outside the bounds.
+    Bound(String),
+}
+
+impl From<String> for Miss {
+    fn from(s: String) -> Miss {
+        Miss::Bound(s)
+    }
+}
+
+impl std::fmt::Display for Miss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Miss::NoLoad(s) | Miss::Bound(s) => f.write_str(s),
+        }
+    }
+}
 
 /// The bounds for a loaded scenario.
-pub fn check_loaded(o: &Outcome) -> Result<(), String> {
+pub fn check_loaded(o: &Outcome) -> Result<(), Miss> {
     let a = &o.avg;
     if (a.true_ - o.share_pct).abs() > MAX_TRUE_ERROR {
         return Err(format!(
@@ -18,7 +42,7 @@ pub fn check_loaded(o: &Outcome) -> Result<(), String> {
             a.true_,
             a.true_ - o.share_pct,
             o.share_pct
-        ));
+        ).into());
     }
     if !EXPLAINED.contains(&o.explained()) {
         return Err(format!(
@@ -29,25 +53,26 @@ pub fn check_loaded(o: &Outcome) -> Result<(), String> {
             o.interrupt_loss_pct(),
             o.explained(),
             EXPLAINED
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
 /// RPS steered onto the victim: the load reached it, top was fooled, and
 /// nettop's figures meet the bounds.
-pub fn check_steered(o: &Outcome) -> Result<(), String> {
+pub fn check_steered(o: &Outcome) -> Result<(), Miss> {
     let a = &o.avg;
     if a.top < 80.0 || a.stolen < 15.0 {
-        return Err(format!(
+        return Err(Miss::NoLoad(format!(
             "{}: TOP% {:.1} (want ≥ 80) and STOLEN% {:.1} (want ≥ 15): the load did not reach CPU {VICTIM_CPU}",
             o.label, a.top, a.stolen
-        ));
+        )));
     }
     check_loaded(o)
 }
 
-pub fn check_control(o: &Outcome) -> Result<(), String> {
+pub fn check_control(o: &Outcome) -> Result<(), Miss> {
     let a = &o.avg;
     if a.stolen < CONTROL_MAX_STOLEN && a.hidden < CONTROL_MAX_HIDDEN {
         Ok(())
@@ -55,12 +80,12 @@ pub fn check_control(o: &Outcome) -> Result<(), String> {
         Err(format!(
             "{}: STOLEN% {:.1} and HIDDEN~% {:.1}, expected < {CONTROL_MAX_STOLEN} and < {CONTROL_MAX_HIDDEN}",
             o.label, a.stolen, a.hidden
-        ))
+        ).into())
     }
 }
 
 /// Pure IPIs: system vectors only, no softirq at all, a real loss, bounds.
-pub fn check_ipi(o: &Outcome) -> Result<(), String> {
+pub fn check_ipi(o: &Outcome) -> Result<(), Miss> {
     check_ipis_without_softirq(o, 0.5, 10.0, "IPIs")
 }
 
@@ -68,13 +93,13 @@ pub fn check_ipi(o: &Outcome) -> Result<(), String> {
 /// them reach the victim: the sender waits for every answer, and under a
 /// paravirtual TLB flush a preempted vCPU is flushed by the hypervisor
 /// without an IPI (here 7,000–25,000/s of 50,000 mprotect calls/s).
-pub fn check_tlb(o: &Outcome) -> Result<(), String> {
+pub fn check_tlb(o: &Outcome) -> Result<(), Miss> {
     check_ipis_without_softirq(o, 0.2, 4.0, "shootdowns")
 }
 
 /// Local timer interrupts: system vectors without softirq, as
 /// [`check_ipi`] (the tick's own TIMER/RCU softirqs stay below 1 %).
-pub fn check_timer(o: &Outcome) -> Result<(), String> {
+pub fn check_timer(o: &Outcome) -> Result<(), Miss> {
     check_ipis_without_softirq(o, 5.0, 10.0, "timer interrupts")
 }
 
@@ -86,20 +111,21 @@ fn check_ipis_without_softirq(
     min_sysvec: f64,
     min_loss: f64,
     what: &str,
-) -> Result<(), String> {
+) -> Result<(), Miss> {
     let a = &o.avg;
     if a.softirq_stolen >= 1.0 || a.net_rx_stolen > 0.0 || a.sysvec <= min_sysvec {
         return Err(format!(
             "{}: expected IPIs without softirq: sysvec {:.1} %, softirq {:.1} %",
             o.label, a.sysvec, a.softirq_stolen
-        ));
+        )
+        .into());
     }
     if o.interrupt_loss_pct() < min_loss {
-        return Err(format!(
+        return Err(Miss::NoLoad(format!(
             "{}: the {what} cost the victim only {:.1} %: the load did not reach CPU {VICTIM_CPU}",
             o.label,
             o.interrupt_loss_pct()
-        ));
+        )));
     }
     check_loaded(o)
 }
@@ -112,13 +138,13 @@ fn check_ipis_without_softirq(
 /// run time, not the victim's: the victim's ONCPU% is already close to its
 /// share and there is no loss on CPU to explain. TRUE% must still be within
 /// the bound, which it is not when each wake-up is charged an IPI's cost.
-pub fn check_wake(o: &Outcome) -> Result<(), String> {
+pub fn check_wake(o: &Outcome) -> Result<(), Miss> {
     let a = &o.avg;
     if a.softirq_stolen >= 1.0 || a.sysvec <= 0.1 || o.other_pct < 2.0 {
         return Err(format!(
             "{}: expected wake-ups without softirq: sysvec {:.1} %, softirq {:.1} %, woken thread {:.1} %",
             o.label, a.sysvec, a.softirq_stolen, o.other_pct
-        ));
+        ).into());
     }
     if (a.true_ - o.share_pct).abs() > MAX_TRUE_ERROR {
         return Err(format!(
@@ -127,7 +153,7 @@ pub fn check_wake(o: &Outcome) -> Result<(), String> {
             a.true_,
             a.true_ - o.share_pct,
             o.share_pct
-        ));
+        ).into());
     }
     Ok(())
 }

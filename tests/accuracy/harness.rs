@@ -183,7 +183,7 @@ pub fn run_nettop(
     Ok(text)
 }
 
-/// `nettop --calibrate` into the oracle's private cache, before any load.
+/// `nettop --calibrate` into the suite's private cache, before any load.
 /// nettop refuses CPUs where a busy pinned thread runs: if another test
 /// (another worktree's oracle, say) holds them, wait for it, up to a minute.
 pub fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
@@ -207,7 +207,7 @@ pub fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
         "calibration  CPU {} (IPIs from {}): ipi hidden {:.0} ns ±{:.0} (traced {:.0}, {} samples); \
          timer {:?} hidden {:.0} ns ±{:.0} ({} samples); tlb {:?} hidden {:.0} ns ±{:.0} (traced {:.0}, \
          {} samples); resched {:?} hidden {:.0} ns ±{:.0} ({} samples); softirq {:?} +{:.0} ns ±{:.0}; \
-         marginal {:.2}; {:.0} ms CPU; {}\n",
+         marginal {:.2}; {:.0} ms CPU; {}{}\n",
         c.cpu,
         c.sender_cpu,
         c.ipi.hidden_ns,
@@ -232,7 +232,14 @@ pub fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
         c.softirq.spread_ns,
         c.marginal_ratio,
         c.cost_cpu_ms,
-        c.origin
+        c.origin,
+        c.states
+            .iter()
+            .map(|s| format!(
+                "; other state: ipi hidden {:.0} ns (traced {:.0}), tlb {:?} hidden {:.0} ns (traced {:.0})",
+                s.ipi.hidden_ns, s.ipi.traced_ns, s.tlb.basis, s.tlb.hidden_ns, s.tlb.traced_ns
+            ))
+            .collect::<String>()
     ));
     Ok(c)
 }

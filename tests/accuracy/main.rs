@@ -26,12 +26,16 @@
 //! (the loss while it was on its CPU: see `Outcome::interrupt_loss_pct`);
 //! the control must show STOLEN below 1 and HIDDEN~ below 2. The TLB
 //! shootdown, reschedule and local timer oracles (below) run the same way.
-//! Issue 22 asks for 3 points and 90–110 %: on the development VM a first
-//! attempt misses that about one time in four, when the host's state (an
-//! IPI hiding ~5.6 or ~7.0 µs) changed between the calibration and the
-//! measurement, and a fresh-clone CI run missed it three times in a row
-//! (BENCHMARKS.md). Every attempt's figure is printed, so the suite's log
-//! shows how close each run came.
+//! The development VM's host switches every few seconds to minutes between
+//! two ways of delivering IPIs (one hiding ~5.6 µs, the other ~7.0): every
+//! attempt calibrates into one suite-wide cache (`suite_cache`), which
+//! keeps each state's costs as a host's cache does, and nettop charges each
+//! frame the state its IPIs show. Issue 22 asks for 3 points and
+//! 90–110 %: with the states, 40 of 47 first attempts in seven local suite
+//! runs came within 3 points. Two misses came from faults fixed since; the
+//! others followed calibrations a busy host disturbed (BENCHMARKS.md),
+//! which retries absorb at 5 points but not reliably at 3. Every attempt's
+//! figure is printed, so the suite's log shows how close each run came.
 //!
 //! Needs root, BTF, two CPUs, `ip`, `iperf3`, `taskset`; prints `SKIPPED:`
 //! otherwise, and fails instead when NETTOP_REQUIRE_BPF=1.
@@ -47,12 +51,14 @@ mod common;
 mod harness;
 
 use std::fmt::Write as _;
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::sleep;
 use std::time::Duration;
 
-use checks::{Check, check_control, check_ipi, check_steered, check_timer, check_tlb, check_wake};
+use checks::{
+    Check, Miss, check_control, check_ipi, check_steered, check_timer, check_tlb, check_wake,
+};
 use common::netns::NetnsPair;
 use common::victim::{self, Bucket};
 use harness::{Fail, Victim, calibrate, frames_of, preconditions, unix_us};
@@ -89,6 +95,12 @@ const CONTROL_MAX_STOLEN: f64 = 1.0;
 const CONTROL_MAX_HIDDEN: f64 = 2.0;
 /// Attempts per scenario (see [`attempt`]).
 const ATTEMPTS: usize = 3;
+/// Attempts whose load did not reach the victim that are run again
+/// without counting: in seven local suite runs, the iperf3 load thinned
+/// out after its start was checked in six RPS attempts (STOLEN 0.2–13 %
+/// against ~22 %; three in a row failed one run), each time with nettop's
+/// figures right for the load there was (within 0.4 points).
+const NO_LOAD_RETRIES: usize = 3;
 
 /// The victim process: not a test of its own. `nettop_sees_stolen_time`
 /// re-executes this test binary with `--ignored --exact victim_process` and
@@ -511,14 +523,20 @@ fn attempt(
     mut run: impl FnMut() -> Result<Outcome, Fail>,
 ) -> Option<Outcome> {
     let mut misses = Vec::new();
-    for _ in 0..ATTEMPTS {
+    let (mut counted, mut unloaded) = (0, 0);
+    while counted < ATTEMPTS {
         match run() {
             Ok(o) => {
                 let d = describe(&o);
                 common::report(&d);
                 match check(&o) {
                     Ok(()) => return Some(o),
+                    Err(Miss::NoLoad(e)) if unloaded < NO_LOAD_RETRIES => {
+                        unloaded += 1;
+                        common::report(&format!("NO LOAD {e}: run again, not counted\n"));
+                    }
                     Err(e) => {
+                        counted += 1;
                         common::report(&format!("MISS {e}\n"));
                         misses.push(format!("{e}\n{d}"));
                     }
@@ -534,17 +552,34 @@ fn attempt(
     panic!("{label}: missed {ATTEMPTS} times:\n{}", misses.join("\n"));
 }
 
+/// The suite's calibration cache: every attempt of every oracle
+/// calibrates into it (see `run_scenario`), and like a host's cache it
+/// keeps the costs of each state of the host a calibration saw
+/// (`calibrate::cache::merge_states`). Emptied once per run of this binary,
+/// so a run starts from nothing, as on a freshly booted host.
+fn suite_cache() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("accuracy-cache");
+        // Nothing there on a fresh clone; an old run's is not this run's.
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("creating the suite's calibration cache");
+        d
+    })
+    .clone()
+}
+
 /// What every oracle does first: take the lock (held until the test
-/// ends), check the host, and make the private calibration cache (each
+/// ends), check the host, and find the suite's calibration cache (each
 /// attempt calibrates into it, see `run_scenario`; a host that cannot is
 /// skipped there). `None`: the test was skipped.
-fn prepare(test: &str, needs_iperf: bool) -> Option<(MutexGuard<'static, ()>, tempfile::TempDir)> {
+fn prepare(test: &str, needs_iperf: bool) -> Option<(MutexGuard<'static, ()>, PathBuf)> {
     let lock = oracle_lock();
     if let Err(reason) = preconditions(needs_iperf) {
         common::skip(test, &reason);
         return None;
     }
-    Some((lock, tempfile::tempdir().expect("tempdir")))
+    Some((lock, suite_cache()))
 }
 
 #[test]
@@ -575,7 +610,7 @@ fn nettop_sees_stolen_time() {
     ];
     for (label, mask, check, env) in scenarios {
         let ok = attempt(TEST, label, check, || {
-            run_scenario(Load::Rps(&mut pair, mask), label, cache.path(), env)
+            run_scenario(Load::Rps(&mut pair, mask), label, &cache, env)
         });
         if ok.is_none() {
             return;
@@ -590,7 +625,7 @@ fn vector_oracle(test: &str, label: &'static str, check: Check, load: fn() -> Lo
         return;
     };
     attempt(test, label, check, || {
-        run_scenario(load(), label, cache.path(), &[])
+        run_scenario(load(), label, &cache, &[])
     });
 }
 

@@ -93,6 +93,7 @@ fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
                 resched_count: s[7],
                 // Arbitrary handler time: the state check must stay total.
                 ipi_ns: c,
+                tlb_ns: a,
             }
         }),
     )

@@ -336,6 +336,7 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         tlb_count: a.tlb_count,
         resched_count: a.resched_count,
         ipi_ns: a.ipi_ns,
+        tlb_ns: a.tlb_ns,
     }
 }
 

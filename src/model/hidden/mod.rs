@@ -10,13 +10,15 @@
 //! that cost: `HIDDEN~%`. It is an estimate (the `~`): the cost drifts with
 //! the hypervisor's own load, and the spread says by how much it varied.
 
+mod state;
+
+pub use state::state_note;
+
 use crate::sample::calibration::{Basis, Calibration};
 use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
 /// The reschedule class's index in [`class_counts`].
 const RESCHED: usize = 5;
-/// Plain IPIs in [`class_counts`].
-const IPI: usize = 2;
 
 /// Interruptions by class in an account (`sample::INTR_CLASSES`: device,
 /// timer, IPI, other, TLB shootdown, reschedule). `ipi_count` holds all
@@ -46,11 +48,12 @@ pub fn charged_counts(a: &IrqAcct) -> [u64; NR_INTR_CLASSES] {
 impl Calibration {
     /// Untraced cost of the interruptions counted in `a` (less those
     /// STOLEN holds already, see [`charged_counts`]) and of the softirqs
-    /// they made it run, ns.
+    /// they made it run, ns, at the costs of the state `a`'s own IPIs show
+    /// ([`Self::state_for`]).
     pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
         let interruptions: f64 = charged_counts(a)
             .iter()
-            .zip(self.charged_ns())
+            .zip(self.charged_ns(&self.state_for(a)))
             .map(|(&n, c)| n as f64 * c)
             .sum();
         let softirq = match self.softirq.basis {
@@ -152,10 +155,27 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
     } else {
         String::new()
     };
+    // The other states the cache knows, each charged where a frame's own
+    // IPIs show it (`Calibration::state_for`).
+    let states: String = c
+        .states
+        .iter()
+        .map(|s| {
+            let tlb = match s.tlb.basis {
+                Basis::Measured => format!(", TLB shootdown {}", us(s.tlb.hidden_ns)),
+                Basis::SameAsIpi | Basis::NotMeasured => String::new(),
+            };
+            format!(
+                "; in the state where IPI handlers take {}: IPI {}{tlb}",
+                us(s.ipi.traced_ns),
+                us(s.ipi.hidden_ns)
+            )
+        })
+        .collect();
     format!(
         "HIDDEN~ = interruptions × untraced cost each, calibrated on CPU {} {when} ({origin}): \
          IPI {} {} (traced {}), {timer}, {tlb}, {resched}, device/other = IPI, \
-         {softirq}{marginal}",
+         {softirq}{marginal}{states}",
         c.cpu,
         us(c.ipi.hidden_ns),
         spread(c.ipi.spread_ns),
@@ -163,99 +183,10 @@ pub fn note(cal: Option<&Calibration>, missing: &str, now_ms: u64) -> String {
     )
 }
 
-/// Plain IPIs a CPU must take in an interval before their handler time
-/// is read as the host's state: a few hundred already give the mean within
-/// a few nanoseconds; fewer leave an occasional long irq_work in charge.
-const STATE_MIN_IPIS: u64 = 1_000;
-/// Handler time per IPI this many times the calibration's, or this many
-/// times less: another way of delivering interrupts, not noise (the
-/// development VM's two states are 1.8× apart; the calibrations within one
-/// vary by 1.2×).
-const STATE_RATIO: f64 = 1.5;
-
-/// When the host now delivers IPIs another way than when it was calibrated,
-/// the warning to add to the HIDDEN~ line; `None` otherwise. The plain
-/// IPIs' handler time per IPI is the sign: on the development VM ~270 ns
-/// in one state and ~480 ns in the other, where each IPI (and TLB
-/// shootdown) hides ~1.3 µs more, so HIDDEN~ and TRUE% taken in one state
-/// with the other's costs are off by a quarter of the IPIs' cost. `cpus`
-/// are the interval's per-CPU accounts. Accounts without handler time
-/// (recordings from before it) say nothing.
-pub fn state_note<'a>(
-    cal: &Calibration,
-    cpus: impl IntoIterator<Item = (u32, &'a IrqAcct)>,
-) -> Option<String> {
-    let at_cal = cal.ipi.traced_ns;
-    if cal.ipi.basis != Basis::Measured || at_cal <= 0.0 {
-        return None;
-    }
-    let off: Vec<String> = cpus
-        .into_iter()
-        .filter_map(|(cpu, a)| {
-            let n = class_counts(a)[IPI];
-            if n < STATE_MIN_IPIS || a.ipi_ns == 0 {
-                return None;
-            }
-            let now = a.ipi_ns as f64 / n as f64;
-            let r = now / at_cal;
-            (!(1.0 / STATE_RATIO..=STATE_RATIO).contains(&r))
-                .then(|| format!("CPU {cpu} {now:.0} ns"))
-        })
-        .collect();
-    if off.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "IPI handlers now take {} each against {at_cal:.0} ns when calibrated: the host \
-         delivers interrupts another way than then, and their untraced cost may differ from \
-         the calibrated one; measure again with nettop --calibrate",
-        off.join(", ")
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sample::calibration::ClassCost;
-
-    #[test]
-    fn a_changed_ipi_handler_time_says_the_calibration_is_from_another_state() {
-        let mut c = Calibration::default();
-        c.ipi.basis = Basis::Measured;
-        c.ipi.traced_ns = 270.0;
-        let acct = |ipis: u64, ns: u64| IrqAcct {
-            sysvec_count: ipis + 10,
-            timer_count: 10,
-            ipi_count: ipis,
-            ipi_ns: ns,
-            ..Default::default()
-        };
-        // 50,000 IPIs at 518 ns on CPU 1, as the state changed; CPU 0's
-        // at the calibrated 280 ns.
-        let (cpu0, cpu1) = (acct(40_000, 40_000 * 280), acct(50_000, 50_000 * 518));
-        let note = state_note(&c, [(0, &cpu0), (1, &cpu1)]).expect("a warning");
-        assert!(
-            note.starts_with("IPI handlers now take CPU 1 518 ns each"),
-            "{note}"
-        );
-        assert!(note.contains("270 ns when calibrated"), "{note}");
-        assert!(!note.contains("CPU 0"), "{note}");
-        // The same state as calibrated, too few IPIs to tell, or a
-        // recording without handler time: nothing to say.
-        assert_eq!(state_note(&c, [(0, &cpu0)]), None);
-        assert_eq!(state_note(&c, [(1, &acct(500, 500 * 518))]), None);
-        assert_eq!(state_note(&c, [(1, &acct(50_000, 0))]), None);
-        // TLB shootdowns and wake-ups are not plain IPIs, and their
-        // handler time is not in `ipi_ns`: per plain IPI it is 280 ns here
-        // (112 ns per IPI of any kind, which would read as a change).
-        let mut tlb = acct(50_000, 20_000 * 280);
-        tlb.tlb_count = 30_000;
-        assert_eq!(state_note(&c, [(1, &tlb)]), None);
-        // Faster than calibrated counts too; no calibrated IPI, no word.
-        assert!(state_note(&c, [(1, &acct(50_000, 50_000 * 150))]).is_some());
-        c.ipi.basis = Basis::SameAsIpi;
-        assert_eq!(state_note(&c, [(1, &cpu1)]), None);
-    }
 
     #[test]
     fn measured_reschedules_give_back_what_the_woken_thread_was_billed() {
