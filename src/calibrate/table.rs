@@ -127,16 +127,21 @@ pub fn table(
             };
             let (own_pooled, own_per) = cost(own);
             let (other_pooled, other_per) = cost(other);
+            let other_state = (other_pooled.samples >= MIN_IPI_SAMPLES / 2)
+                .then(|| class_cost(&other_pooled, &other_per));
             notes.push(format!(
                 "the host changed its way of delivering IPIs during the calibration: IPI \
-                 handlers took {:.0} ns in {} windows and {:.0} ns in {}; both states kept",
+                 handlers took {:.0} ns in {} windows and {:.0} ns in {}; {}",
                 own_pooled.traced_ns,
                 own.len(),
                 other_pooled.traced_ns,
-                other.len()
+                other.len(),
+                if other_state.is_some() {
+                    "both states kept"
+                } else {
+                    "too few clean gaps to keep the other state"
+                }
             ));
-            let other_state = (other_pooled.samples >= MIN_IPI_SAMPLES / 2)
-                .then(|| class_cost(&other_pooled, &other_per));
             (class_cost(&own_pooled, &own_per), other_state)
         }
         None => (class_cost(ipi, &of_class(2)), None),
