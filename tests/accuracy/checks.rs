@@ -10,9 +10,8 @@ pub type Check = fn(&Outcome) -> Result<(), Miss>;
 
 /// Why an attempt missed.
 pub enum Miss {
-    /// The load did not reach the victim (iperf3 thinning out after its
-    /// start was checked): no evidence about nettop either way, so the
-    /// attempt is run again without counting (see `attempt`).
+    /// The load did not reach the victim: no evidence about nettop either
+    /// way, so the attempt is run again without counting (see `attempt`).
     NoLoad(String),
     /// nettop's figures are outside the bounds.
     Bound(String),
