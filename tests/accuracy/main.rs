@@ -81,8 +81,8 @@ const FRAMES: u32 = 6;
 /// nettop's frames are in (`run_scenario`). It must outlast nettop's start,
 /// which took up to 8 s longer than usual in some attempts; with
 /// `FRAMES + 5` those attempts' last frames came after the load had ended
-/// (STOLEN 0.2–13 % against ~22 %, every one whose last frame was 15 s or
-/// more after the calibration).
+/// (STOLEN 0.2–15 % against 21–27 %, in every one of 26 whose last frame
+/// was 15 s or more after the calibration).
 const TRAFFIC_SECS: u32 = FRAMES + 60;
 /// Pure-IPI load: one expedited membarrier every 20 µs from CPU 0.
 const IPI_PERIOD_NS: u64 = 20_000;
