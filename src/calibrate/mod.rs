@@ -153,35 +153,14 @@ pub fn measure(
 ) -> Result<Calibration> {
     let t0 = Instant::now();
     let place = placement::choose(root)?;
-    let mut c = measure_once(bpf, &place, key, regime, opts)?;
-    let noise = table::noise(&c);
-    if noise > table::NOISY_SPREAD {
-        c.notes.push(format!(
-            "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
-             this was measured; `nettop --calibrate` again when it is quieter",
-            100.0 * noise
-        ));
-    }
-    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-    Ok(c)
-}
-
-/// One measurement on `place`.
-fn measure_once(
-    bpf: &BpfCollector,
-    place: &Placement,
-    key: CalibrationKey,
-    regime: Regime,
-    opts: &Options,
-) -> Result<Calibration> {
-    let m = run_windows(bpf, place, opts)?;
+    let m = run_windows(bpf, &place, opts)?;
     let woken = m.sent.woken;
     let woken_ns = if woken.wakes > 0 {
         woken.cpu_ns as f64 / woken.wakes as f64
     } else {
         0.0
     };
-    let mut c = table(&m.windows, key, regime, place, woken_ns)?;
+    let mut c = table(&m.windows, key, regime, &place, woken_ns)?;
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
@@ -195,6 +174,15 @@ fn measure_once(
     if let Some(e) = m.sent.timer_error {
         c.notes.push(format!("local timer {e}"));
     }
+    let noise = table::noise(&c);
+    if noise > table::NOISY_SPREAD {
+        c.notes.push(format!(
+            "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
+             this was measured; `nettop --calibrate` again when it is quieter",
+            100.0 * noise
+        ));
+    }
+    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(c)
 }
 

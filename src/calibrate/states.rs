@@ -49,19 +49,13 @@ pub fn split(each: &[Census], min_samples: u64) -> Option<(Vec<usize>, Vec<usize
 /// oldest go (a host wandering among more is noise, not states).
 const MAX_STATES: usize = 3;
 
-/// Handler time per plain IPI when `s` was measured; `None` when its IPI
-/// cost was not measured (nothing to tell a state by).
-fn handler_ns(s: &IpiState) -> Option<f64> {
-    (s.ipi.basis == Basis::Measured && s.ipi.traced_ns > 0.0).then_some(s.ipi.traced_ns)
-}
-
 /// Gives `c`, just measured, the states `old` (the cached table for the
 /// same key) knew that `c` was not measured in: the newest calibration of
 /// each state, at most [`MAX_STATES`] of them. A state `c` measured again
 /// takes `c`'s costs, those of its own other state (`calibrate::table`
 /// splits a calibration the host changed state in) included.
 pub fn merge(c: &mut Calibration, old: &Calibration) {
-    let Some(now) = handler_ns(&c.own_state()) else {
+    let Some(now) = c.ipi.handler_ns() else {
         return;
     };
     // `c`'s own other state (one the host left during `c`) is the newest.
@@ -70,14 +64,16 @@ pub fn merge(c: &mut Calibration, old: &Calibration) {
     seen.sort_by_key(|s| std::cmp::Reverse(s.measured_unix_ms));
     let mut kept: Vec<IpiState> = Vec::new();
     for s in seen {
-        let Some(ns) = handler_ns(&s) else { continue };
+        let Some(ns) = s.ipi.handler_ns() else {
+            continue;
+        };
         if same_state(ns, now) {
             continue;
         }
         let full = kept.len() >= MAX_STATES;
         match kept
             .iter_mut()
-            .find(|k| handler_ns(k).is_some_and(|k| same_state(ns, k)))
+            .find(|k| k.ipi.handler_ns().is_some_and(|k| same_state(ns, k)))
         {
             // A state a split calibration saw only in its IPI windows
             // keeps the TLB cost an older calibration measured in it.

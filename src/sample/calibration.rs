@@ -151,9 +151,14 @@ pub struct Calibration {
 /// to 1.15×, its two states are 1.8× apart.
 pub const SAME_STATE: f64 = 1.3;
 
+/// Whether `a` is within `ratio` times `b`, either way.
+pub fn within_ratio(a: f64, b: f64, ratio: f64) -> bool {
+    b > 0.0 && (1.0 / ratio..=ratio).contains(&(a / b))
+}
+
 /// Whether two handler times per IPI are one state ([`SAME_STATE`]).
 pub fn same_state(a_ns: f64, b_ns: f64) -> bool {
-    b_ns > 0.0 && (1.0 / SAME_STATE..=SAME_STATE).contains(&(a_ns / b_ns))
+    within_ratio(a_ns, b_ns, SAME_STATE)
 }
 
 /// The classes whose cost moves with the host's way of delivering IPIs,
@@ -173,6 +178,13 @@ fn one() -> f64 {
 }
 
 impl ClassCost {
+    /// Handler time per interruption when calibrated, measured or derived
+    /// (a split calibration's other state, `calibrate::table`): what tells
+    /// the host's states apart. `None` without one.
+    pub fn handler_ns(&self) -> Option<f64> {
+        (self.basis != Basis::NotMeasured && self.traced_ns > 0.0).then_some(self.traced_ns)
+    }
+
     pub fn not_measured() -> ClassCost {
         ClassCost {
             basis: Basis::NotMeasured,

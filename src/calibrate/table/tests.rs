@@ -39,14 +39,7 @@ fn gaps(n: usize, len_ns: u64, traced_ns: u64, intr: [u64; 6]) -> Vec<Gap> {
 
 /// The table of one window of 300 IPIs and 25 ticks.
 fn plain() -> Calibration {
-    table(
-        &[window(300, 25, 0)],
-        CalibrationKey::default(),
-        Regime::TickBased,
-        &place(),
-        0.0,
-    )
-    .expect("table")
+    tabled(&[window(300, 25, 0)])
 }
 
 /// A quiet window: the sender left it alone; ten more gaps of the
@@ -100,14 +93,7 @@ fn table_from_gaps() {
     assert!((c.untraced_pct - 0.1).abs() < 1e-9);
 
     // Too few ticks: the timer takes the IPI's cost.
-    let c = table(
-        &[window(300, 5, 0)],
-        CalibrationKey::default(),
-        Regime::TickBased,
-        &place(),
-        0.0,
-    )
-    .expect("table");
+    let c = tabled(&[window(300, 5, 0)]);
     assert_eq!(c.timer.basis, Basis::SameAsIpi);
     assert!((c.timer.hidden_ns - 3_000.0).abs() < 1e-9);
 }
@@ -209,14 +195,7 @@ fn costs_are_brought_to_the_marginal_cost() {
     );
     assert_eq!(c.ipi.samples, 600);
     // Only induced windows: no quiet one to compare with, no scaling.
-    let c = table(
-        &[window(300, 25, 0), window(300, 25, 0)],
-        CalibrationKey::default(),
-        Regime::TickBased,
-        &place(),
-        0.0,
-    )
-    .expect("table");
+    let c = tabled(&[window(300, 25, 0), window(300, 25, 0)]);
     assert_eq!(c.marginal_ratio, 1.0);
     assert!((c.ipi.hidden_ns - 3_000.0).abs() < 1e-9);
 }

@@ -5,7 +5,7 @@
 
 use super::class_counts;
 use crate::sample::IrqAcct;
-use crate::sample::calibration::{Basis, Calibration, ClassCost, IpiState};
+use crate::sample::calibration::{Basis, Calibration, ClassCost, IpiState, within_ratio};
 
 /// Plain IPIs in [`class_counts`].
 const IPI: usize = 2;
@@ -29,12 +29,6 @@ fn kinds(a: &IrqAcct) -> [Kind; 2] {
     ]
 }
 
-/// Handler time per interruption a class had when calibrated, measured or
-/// derived (a split calibration's other state, `calibrate::table`).
-fn traced(k: &ClassCost) -> Option<f64> {
-    (k.basis != Basis::NotMeasured && k.traced_ns > 0.0).then_some(k.traced_ns)
-}
-
 impl Calibration {
     /// The state whose handler times `a`'s own IPIs and TLB shootdowns
     /// match best (least count-weighted squared log ratio), among those
@@ -53,7 +47,7 @@ impl Calibration {
         }
         let states = self.known_states();
         let usable: Vec<Kind> = evidence
-            .filter(|&(_, _, k)| states.iter().all(|s| traced(k(s)).is_some()))
+            .filter(|&(_, _, k)| states.iter().all(|s| k(s).handler_ns().is_some()))
             .collect();
         if usable.is_empty() {
             return own;
@@ -62,7 +56,7 @@ impl Calibration {
             usable
                 .iter()
                 .map(|&(n, ns, k)| {
-                    let at = traced(k(s)).unwrap_or(1.0);
+                    let at = k(s).handler_ns().unwrap_or(1.0);
                     let r = (ns as f64 / n as f64 / at).ln();
                     n as f64 * r * r
                 })
@@ -103,9 +97,9 @@ pub fn state_note<'a>(
     let known: Vec<f64> = cal
         .known_states()
         .iter()
-        .filter_map(|s| traced(&s.ipi))
+        .filter_map(|s| s.ipi.handler_ns())
         .collect();
-    if cal.ipi.basis != Basis::Measured || traced(&cal.ipi).is_none() {
+    if cal.ipi.basis != Basis::Measured || cal.ipi.handler_ns().is_none() {
         return None;
     }
     let off: Vec<String> = cpus
@@ -116,9 +110,7 @@ pub fn state_note<'a>(
                 return None;
             }
             let now = a.ipi_ns as f64 / n as f64;
-            let near = known
-                .iter()
-                .any(|at| (1.0 / STATE_RATIO..=STATE_RATIO).contains(&(now / at)));
+            let near = known.iter().any(|&at| within_ratio(now, at, STATE_RATIO));
             (!near).then(|| format!("CPU {cpu} {now:.0} ns"))
         })
         .collect();
