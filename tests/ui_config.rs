@@ -100,3 +100,47 @@ fn a_broken_file_starts_with_one_warning_and_the_good_settings() {
     t.keys(&["q"]);
     t.assert_restored(0);
 }
+
+/// The planted-symlink attack on `W`: another user owns the configuration
+/// directory and points `config.toml` at a file of root's. nettop warns at
+/// start (the file is not TOML), and `W` then refuses, naming why; root's
+/// file is untouched.
+#[test]
+fn w_refuses_a_symlink_planted_by_another_user() {
+    if !common::is_root() {
+        return common::skip("w_refuses_a_symlink_planted", "not root (chown)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("precious.txt");
+    std::fs::write(&precious, "root's own\n").unwrap();
+    let theirs = dir.path().join("nettop");
+    std::fs::create_dir(&theirs).unwrap();
+    let link = theirs.join("config.toml");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    for p in [&link, &theirs] {
+        std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let Some(t) = Tmux::start("cfg-planted", &nettop_in(dir.path(), ""), 240, 30) else {
+        return common::skip("w_refuses_a_symlink_planted", "tmux not installed");
+    };
+    t.wait_text("using the defaults");
+    t.keys(&["W"]);
+    let screen = t.wait_text("settings not saved");
+    assert!(screen.contains("symbolic link"), "{screen}");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's own\n");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+
+    // The same with --config naming the symlink itself.
+    let cmd = format!("{BIN} --no-bpf --config {}", link.display());
+    let Some(t) = Tmux::start("cfg-planted2", &cmd, 240, 30) else {
+        return;
+    };
+    t.wait_text("using the defaults");
+    t.keys(&["W"]);
+    t.wait_text("settings not saved");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's own\n");
+}

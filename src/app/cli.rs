@@ -338,9 +338,11 @@ impl Cli {
             let stray = [
                 ("--measure", self.measure.is_some()),
                 ("--nic", !self.nics.is_empty() && !self.plan),
+                // `--plan` alone reads it too: it reports applies that
+                // did not finish.
                 (
                     "--state-dir",
-                    self.state_dir.is_some() && self.revert.is_none(),
+                    self.state_dir.is_some() && self.revert.is_none() && !self.plan,
                 ),
             ];
             if let Some((flag, _)) = stray.iter().find(|(_, given)| *given) {

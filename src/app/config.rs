@@ -111,23 +111,32 @@ pub fn parse(text: &str) -> (Settings, Vec<String>) {
 /// What the types alone do not rule out.
 fn check(s: &Settings) -> Result<(), String> {
     match s.delay {
-        Some(d) if !(0.05..=3600.0).contains(&d) => {
-            Err(format!("{d} is not a delay (seconds, 0.05 to 3600)"))
-        }
+        Some(d) if !(0.05..=3600.0).contains(&d) => Err(format!(
+            "{} is not a delay (seconds, 0.05 to 3600)",
+            shown(d)
+        )),
         _ => Ok(()),
     }
 }
 
+/// A number from the file as a person would write it back: 1e308, not
+/// 309 digits.
+fn shown(v: f64) -> String {
+    if v.is_finite() && (v == 0.0 || (1e-3..1e6).contains(&v.abs())) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// Writes `s` to `path`, replacing the file in one step (a new file, then
-/// a rename over the old one), so a crash never leaves half a file. A
-/// symlinked configuration (dotfile managers) is written where it points.
+/// a rename over the old one), so a crash never leaves half a file. The
+/// file there now must be one nettop reads as TOML: `W` never replaces a
+/// file it could not parse, nor writes through a symlink (see
+/// [`crate::sys::safefile`]); the error says why and what to do instead.
 pub fn save(path: &Path, s: &Settings) -> anyhow::Result<PathBuf> {
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
-            .with_context(|| format!("cannot follow the symlink {}", path.display()))?,
-        _ => path.to_path_buf(),
-    };
-    let dir = target
+    crate::sys::safefile::check_path(path)?;
+    let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
@@ -137,8 +146,18 @@ pub fn save(path: &Path, s: &Settings) -> anyhow::Result<PathBuf> {
         "# nettop settings, written by W in the TUI; flags given on the command line\n\
          # win over them. Any setting may be left out. See nettop(1), FILES.\n{body}"
     );
-    crate::sys::safefile::replace(&target, text.as_bytes())?;
-    Ok(target)
+    crate::sys::safefile::replace(path, text.as_bytes(), understood)?;
+    Ok(path.to_path_buf())
+}
+
+/// Whether the file `W` is about to replace is a settings file: TOML, as
+/// [`parse`] reads it (values it ignores are no reason to keep the file;
+/// a syntax error or another kind of file is).
+fn understood(old: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(old).map_err(|_| "not UTF-8 text".to_string())?;
+    text.parse::<toml::Table>()
+        .map(drop)
+        .map_err(|_| parse(text).1.join("; "))
 }
 
 /// The TUI's settings: the file's, then the flags given explicitly. Also
@@ -240,5 +259,40 @@ mod tests {
         let (back, warn) = load(&p, true);
         assert_eq!(warn, None);
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn w_never_replaces_a_file_it_could_not_parse_nor_writes_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("precious.txt");
+        std::fs::write(&precious, "root's notes\n").unwrap();
+        let e = format!("{:#}", save(&precious, &Settings::default()).unwrap_err());
+        assert!(
+            e.contains("not a file nettop can read as its own (line 1"),
+            "{e}"
+        );
+        let link = dir.path().join("config.toml");
+        std::os::unix::fs::symlink(&precious, &link).unwrap();
+        let e = format!("{:#}", save(&link, &Settings::default()).unwrap_err());
+        assert!(e.contains("symbolic link (to "), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(&precious).unwrap(),
+            "root's notes\n"
+        );
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        // A settings file with a value this nettop ignores is still ours.
+        let ok = dir.path().join("ok.toml");
+        std::fs::write(&ok, "delay = 0.01\nfuture_setting = 1\n").unwrap();
+        save(&ok, &Settings::default()).unwrap();
+    }
+
+    #[test]
+    fn a_huge_delay_is_named_in_a_few_characters() {
+        let (_, bad) = parse("delay = 1e308\n");
+        assert_eq!(
+            bad,
+            ["delay: 1e308 is not a delay (seconds, 0.05 to 3600)"],
+            "{bad:?}"
+        );
     }
 }

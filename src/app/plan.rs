@@ -12,7 +12,7 @@ use crate::app::live::LiveFrames;
 use crate::app::options;
 use crate::pinning::{self, Evidence};
 use crate::plan::revert::{self, RevertFile};
-use crate::plan::{self, Load, Plan, measure, steps};
+use crate::plan::{self, Load, Plan, journal, measure, steps};
 
 /// The load the planner spreads interrupts by: long enough to see a
 /// pinned thread's share and NET_RX per CPU, short enough for a command.
@@ -37,6 +37,17 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
     if applying && !root.is_live() {
         bail!("--apply writes this host's IRQ and RPS files: it cannot be used with --sysroot");
     }
+    let dir = options::plan_state_dir(cli);
+    // Held from before the plan reads the host until the verdict: another
+    // apply's changes are never this one's "previous" values.
+    let lock = if applying {
+        prepare(&dir, cli.dry_run)?
+    } else {
+        if root.is_live() {
+            warn_unfinished(&dir, None);
+        }
+        None
+    };
     let mut topo = crate::topology::load(&options::topology(cli))?;
     if !cli.nics.is_empty() {
         plan::only_nics(&mut topo, &cli.nics)?;
@@ -75,8 +86,40 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         })?;
     }
     match frames {
-        Some(lf) if applying => run_apply(cli, &plan, lf),
+        Some(lf) if applying => run_apply(cli, &plan, lf, &dir, lock),
         _ => Ok(0),
+    }
+}
+
+/// Before an apply: the checks the real run makes, in a dry run too (the
+/// state directory, its key, the lock, an earlier unfinished apply), and
+/// for the real run the lock itself.
+fn prepare(dir: &Path, dry_run: bool) -> anyhow::Result<Option<journal::Lock>> {
+    if dry_run {
+        revert::check_writable(dir)?;
+        journal::refuse_if_busy(dir)?;
+        journal::clear_for_apply(dir, true)?;
+        return Ok(None);
+    }
+    revert::check_state_dir(dir, true)?;
+    let lock = journal::lock(dir)?;
+    journal::clear_for_apply(dir, false)?;
+    Ok(Some(lock))
+}
+
+/// Says (as a warning) which earlier applies did not finish, but `except`.
+fn warn_unfinished(dir: &Path, except: Option<&Path>) {
+    let scan = journal::unfinished(dir);
+    if scan.busy {
+        log::warn!(
+            "an apply or revert is running on this host now (it holds the lock in {})",
+            dir.display()
+        );
+    }
+    for u in scan.unfinished {
+        if except != Some(u.file.as_path()) {
+            log::warn!("{}", u.summary(dir));
+        }
     }
 }
 
@@ -100,7 +143,13 @@ fn confirm(cli: &Cli, what: &str) -> anyhow::Result<()> {
     }
 }
 
-fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
+fn run_apply(
+    cli: &Cli,
+    plan: &Plan,
+    mut lf: LiveFrames,
+    dir: &Path,
+    _lock: Option<journal::Lock>,
+) -> anyhow::Result<u8> {
     let json = cli.format == Format::Json;
     // Text progress as it happens; JSON holds it for the report. A closed
     // stdout must not stop the run half way (the revert below still runs).
@@ -136,8 +185,9 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     // kernel state is restored on every exit path, as the terminal is.
     let stop = crate::sys::signals::stop_flag()?;
     let rf = RevertFile::new(entries);
-    let path = revert::write(&options::plan_state_dir(cli), &rf)?;
+    let path = revert::write(dir, &rf)?;
     let shown = path.display().to_string();
+    let undo = journal::undo_command(dir, &path);
     // Printed at once in both formats: whatever happens next, the way back
     // is known.
     if json {
@@ -145,14 +195,17 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     }
     say(&format!("\nrevert file: {shown}\n"));
     let window = cli.measure.unwrap_or(measure::DEFAULT_WINDOW);
-    let Some(before) =
-        measure_window(&mut lf, window, plan, &stop).with_context(|| shown.clone())?
-    else {
-        bail!("interrupted before anything was written; revert file {shown}");
+    let before = measure_window(&mut lf, window, plan, &stop);
+    let Ok(Some(before)) = before else {
+        journal::settle(&path, journal::Outcome::NothingWritten);
+        let why = before
+            .err()
+            .map_or("interrupted".into(), |e| format!("{e:#}"));
+        bail!("{why} before anything was written; revert file {shown}");
     };
     // Whatever stops the run from here to the verdict (an error, a
     // signal, a panic) drops `armed`, which restores what was written.
-    let mut armed = steps::Armed::new(rf);
+    let mut armed = steps::Armed::new(rf, &path);
     let written = armed
         .write_all(|e| say(&format!("wrote {}\n", steps::entry_line(e))))
         .with_context(|| format!("revert file {shown}"))?;
@@ -168,9 +221,9 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
             bail!(
                 "{why}: {} ({}); revert file {shown}",
                 if ok {
-                    "reverted"
+                    "reverted".to_string()
                 } else {
-                    "the revert FAILED for some files"
+                    format!("the revert FAILED for some files; retry with: {undo}")
                 },
                 lines.join("; ")
             );
@@ -178,7 +231,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
     };
     say(&format!("\n{}", measure::render_table(&before, &after)));
     let verdict = steps::conclude(plan, (&before, &after), armed, &shown);
-    say(&format!("\n{}", verdict.text(&shown)));
+    say(&format!("\n{}", verdict.text(&shown, &undo)));
     if json {
         let report = measure::ApplyReport {
             schema: measure::APPLY_SCHEMA.into(),
@@ -194,7 +247,7 @@ fn run_apply(cli: &Cli, plan: &Plan, mut lf: LiveFrames) -> anyhow::Result<u8> {
         out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     }
     if !verdict.ok {
-        bail!("the automatic revert failed for some files (see above); revert file {shown}");
+        bail!("the automatic revert failed for some files (see above); retry with: {undo}");
     }
     Ok(u8::from(verdict.reverted()))
 }
@@ -222,11 +275,15 @@ fn measure_window(
     Ok(Some(measure::Measure::of(&lf.next_frame()?, &plan.victims)))
 }
 
-/// `--revert FILE`: 0 restored; refusals and failures exit 2.
+/// `--revert FILE`: 0 restored; refusals and failures exit 2. All or
+/// nothing: every entry is checked before the first write, in a dry run
+/// too ([`revert::revert_all`]).
 fn run_revert(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
-    let rf = revert::read(&options::plan_state_dir(cli), file)?;
+    let dir = options::plan_state_dir(cli);
+    let rf = revert::read(&dir, file)?;
     if cli.dry_run {
-        let (lines, _) = revert::restore(&rf, true);
+        journal::refuse_if_busy(&dir)?;
+        let lines = revert::revert_all(&rf, true)?;
         out(&format!("dry run:\n  {}\n", lines.join("\n  ")))?;
         return Ok(0);
     }
@@ -238,10 +295,10 @@ fn run_revert(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             file.display()
         ),
     )?;
-    let (lines, ok) = revert::restore(&rf, false);
+    let _lock = journal::lock(&dir)?;
+    let lines = revert::revert_all(&rf, false)?;
+    journal::settle(file, journal::Outcome::RestoredByRevert);
     out(&format!("{}\n", lines.join("\n")))?;
-    if !ok {
-        bail!("some files could not be restored (above)");
-    }
+    warn_unfinished(&dir, Some(file));
     Ok(0)
 }

@@ -101,7 +101,15 @@ pub fn store(dir: &Path, c: &mut Calibration) -> Result<PathBuf> {
         super::states::merge(c, &old);
     }
     let text = serde_json::to_string_pretty(c).context("encoding the calibration")?;
-    crate::sys::safefile::replace(&path, text.as_bytes())?;
+    // Only an empty file or JSON (an older nettop's cache) is replaced.
+    crate::sys::safefile::replace(&path, text.as_bytes(), |old| {
+        if old.is_empty() {
+            return Ok(());
+        }
+        serde_json::from_slice::<serde_json::Value>(old)
+            .map(drop)
+            .map_err(|e| format!("not JSON: {e}"))
+    })?;
     Ok(path)
 }
 

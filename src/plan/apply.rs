@@ -58,6 +58,11 @@ pub fn validate(kind: Kind, path: &str, value: &str) -> anyhow::Result<()> {
             if !ok {
                 bail!("{path:?} is not /sys/class/net/DEV/queues/{dir}N{file}");
             }
+            // The kernel prints "0" for no CPUs; an empty value is a
+            // damaged file, not a mask (parse_mask would read it as none).
+            if value.trim().is_empty() {
+                bail!("{path}: an empty value is not a CPU mask");
+            }
             CpuSet::parse_mask(value)
                 .map_err(|e| anyhow::anyhow!("{path}: {value:?} is not a CPU mask: {e}"))?;
         }
@@ -87,6 +92,25 @@ pub fn read(ns: &str, path: &str) -> anyhow::Result<String> {
         std::fs::read_to_string(&p)
             .map(|s| s.trim().to_string())
             .with_context(|| format!("cannot read {p}"))
+    })
+    .with_context(|| where_(ns))
+}
+
+/// What a write of `value` to `path` needs, checked without writing:
+/// the value's shape, the namespace, and the file readable and writable
+/// now. Returns the file's current value, trimmed.
+pub fn preflight(kind: Kind, ns: &str, path: &str, value: &str) -> anyhow::Result<String> {
+    validate(kind, path, value)?;
+    let p = path.to_string();
+    in_ns(ns, move || {
+        let now = std::fs::read_to_string(&p).with_context(|| format!("cannot read {p}"))?;
+        // Opening a kernel file for writing changes nothing; only a write
+        // reaches its handler.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .with_context(|| format!("cannot open {p} for writing"))?;
+        Ok(now.trim().to_string())
     })
     .with_context(|| where_(ns))
 }
@@ -155,6 +179,8 @@ mod tests {
             ),
             (Kind::Rps, "/sys/class/net/eth0/queues/tx-0/rps_cpus", "0"),
             (Kind::Rps, "/sys/class/net/eth0/queues/rx-0/rps_cpus", "zz"),
+            (Kind::Rps, "/sys/class/net/eth0/queues/rx-0/rps_cpus", ""),
+            (Kind::Xps, "/sys/class/net/eth0/queues/tx-0/xps_cpus", " "),
             (Kind::Xps, "/etc/passwd", "0"),
             (Kind::Cmdline, "kernel command line", "isolcpus=1"),
         ];

@@ -11,6 +11,7 @@
 //! and `revert` do the writing, `measure` the before/after.
 
 pub mod apply;
+pub mod journal;
 mod layout;
 pub mod measure;
 mod render;

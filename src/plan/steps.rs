@@ -11,26 +11,28 @@
 //! signal watchdog) do the same without unwinding.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Plan;
 use super::apply::{self, ns_note};
+use super::journal::{self, Outcome};
 use super::measure::{self, Measure};
 use super::revert::{self, Entry, RevertFile};
 use crate::sys::cpuset::CpuSet;
 
 /// The revert file's entries for every change `--apply` writes: each
-/// checked ([`apply::validate`]) and its current value read now.
+/// checked before anything is written ([`apply::preflight`]: the value,
+/// the namespace, the file writable) and its current value read now.
 pub fn entries(plan: &Plan) -> anyhow::Result<Vec<Entry>> {
     plan.applied()
         .map(|c| {
-            apply::validate(c.kind, &c.target, &c.to)?;
             Ok(Entry {
                 kind: c.kind,
                 netns: c.netns.clone(),
                 path: c.target.clone(),
-                previous: apply::read(&c.netns, &c.target)?,
+                previous: apply::preflight(c.kind, &c.netns, &c.target, &c.to)?,
                 applied: c.to.clone(),
             })
         })
@@ -48,34 +50,63 @@ pub fn entry_line(e: &Entry) -> String {
     )
 }
 
-/// Each armed file and how many of its entries are written so far.
-static ARMED: Mutex<BTreeMap<u64, (RevertFile, usize)>> = Mutex::new(BTreeMap::new());
+/// An armed apply: its revert file (contents and path) and how many of
+/// its entries are written so far.
+struct Held {
+    rf: RevertFile,
+    path: PathBuf,
+    written: usize,
+}
+
+/// Every armed apply.
+static ARMED: Mutex<BTreeMap<u64, Held>> = Mutex::new(BTreeMap::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-fn armed() -> std::sync::MutexGuard<'static, BTreeMap<u64, (RevertFile, usize)>> {
+fn armed() -> std::sync::MutexGuard<'static, BTreeMap<u64, Held>> {
     // A panic while holding it leaves the map as it was: still usable.
     ARMED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The first `n` entries of `rf` restored (last written first).
-fn restore_written(rf: &RevertFile, n: usize) -> (Vec<String>, bool) {
+/// The written entries restored (last written first), and the verdict
+/// recorded beside the revert file when all were: a failed restore leaves
+/// none, so the next nettop reports the apply as unfinished.
+fn restore_written(h: &Held) -> (Vec<String>, bool) {
     let part = RevertFile {
-        entries: rf.entries[..n.min(rf.entries.len())].to_vec(),
-        ..rf.clone()
+        entries: h.rf.entries[..h.written.min(h.rf.entries.len())].to_vec(),
+        ..h.rf.clone()
     };
-    revert::restore(&part, false)
+    let (lines, ok) = revert::restore(&part);
+    if ok {
+        let outcome = if h.written == 0 {
+            Outcome::NothingWritten
+        } else {
+            Outcome::Reverted
+        };
+        journal::settle(&h.path, outcome);
+    }
+    (lines, ok)
 }
 
 /// Written changes not yet judged: restored when dropped, unless kept.
+/// Created once the revert file is on disk, before the first write; the
+/// caller holds the apply lock ([`journal::lock`]) for its whole life.
 #[must_use = "dropping the guard restores what it wrote"]
 pub struct Armed {
     id: u64,
 }
 
 impl Armed {
-    pub fn new(rf: RevertFile) -> Armed {
+    /// `path` is where `rf` was written: its verdict goes beside it.
+    pub fn new(rf: RevertFile, path: &Path) -> Armed {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        armed().insert(id, (rf, 0));
+        armed().insert(
+            id,
+            Held {
+                rf,
+                path: path.to_path_buf(),
+                written: 0,
+            },
+        );
         Armed { id }
     }
 
@@ -84,14 +115,14 @@ impl Armed {
     pub fn write_all(&mut self, mut each: impl FnMut(&Entry)) -> anyhow::Result<Vec<String>> {
         let entries = armed()
             .get(&self.id)
-            .map(|(rf, _)| rf.entries.clone())
+            .map(|h| h.rf.entries.clone())
             .unwrap_or_default();
         let mut written = Vec::new();
         for (i, e) in entries.iter().enumerate() {
             if let Err(err) = apply::write(e.kind, &e.netns, &e.path, &e.applied) {
                 let (lines, _) = self
                     .take()
-                    .map_or_else(Default::default, |(rf, n)| restore_written(&rf, n));
+                    .map_or_else(Default::default, |h| restore_written(&h));
                 anyhow::bail!(
                     "applying stopped at {}{}: {err:#}; the {i} change(s) before it were \
                      restored ({})",
@@ -100,8 +131,8 @@ impl Armed {
                     lines.join("; ")
                 );
             }
-            if let Some((_, n)) = armed().get_mut(&self.id) {
-                *n = i + 1;
+            if let Some(h) = armed().get_mut(&self.id) {
+                h.written = i + 1;
             }
             each(e);
             written.push(entry_line(e));
@@ -109,28 +140,30 @@ impl Armed {
         Ok(written)
     }
 
-    fn take(&self) -> Option<(RevertFile, usize)> {
+    fn take(&self) -> Option<Held> {
         armed().remove(&self.id)
     }
 
     /// The changes stay; the revert file is the way back.
     pub fn keep(self) {
-        self.take();
+        if let Some(h) = self.take() {
+            journal::settle(&h.path, Outcome::Kept);
+        }
     }
 
     /// Restores what was written: one line per file, and whether all of
     /// them were restored.
     pub fn restore(self) -> (Vec<String>, bool) {
         self.take()
-            .map_or((Vec::new(), true), |(rf, n)| restore_written(&rf, n))
+            .map_or((Vec::new(), true), |h| restore_written(&h))
     }
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        if let Some((rf, n)) = self.take() {
-            let (lines, ok) = restore_written(&rf, n);
-            if n > 0 {
+        if let Some(h) = self.take() {
+            let (lines, ok) = restore_written(&h);
+            if h.written > 0 {
                 log::warn!(
                     "the apply ended before its verdict: {} ({})",
                     if ok { "reverted" } else { "the revert FAILED" },
@@ -145,8 +178,8 @@ impl Drop for Armed {
 /// TUI's watchdog after a signal). Returns how many were restored.
 pub fn restore_all_armed() -> usize {
     let all = std::mem::take(&mut *armed());
-    for (rf, n) in all.values() {
-        let _ = restore_written(rf, *n);
+    for h in all.values() {
+        let _ = restore_written(h);
     }
     all.len()
 }
@@ -168,10 +201,11 @@ impl Verdict {
     }
 
     /// The verdict as the text front ends say it, ending with the revert
-    /// file's path either way.
-    pub fn text(&self, revert_file: &str) -> String {
+    /// file's path either way; `undo` is the command that undoes a kept
+    /// plan ([`journal::undo_command`]).
+    pub fn text(&self, revert_file: &str, undo: &str) -> String {
         if self.worse.is_empty() {
-            format!("kept. To undo: nettop --revert {revert_file}\nrevert file: {revert_file}\n")
+            format!("kept. To undo: {undo}\nrevert file: {revert_file}\n")
         } else {
             format!(
                 "reverted automatically: {}\n  {}\nrevert file: {revert_file}\n",
@@ -236,12 +270,14 @@ mod tests {
     #[test]
     fn a_guard_registers_until_kept_or_dropped() {
         let held = |a: &Armed| armed().contains_key(&a.id);
-        let a = Armed::new(RevertFile::new(Vec::new()));
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("revert-1-1.json");
+        let a = Armed::new(RevertFile::new(Vec::new()), &p);
         let id = a.id;
         assert!(held(&a));
         a.keep();
         assert!(!armed().contains_key(&id));
-        let a = Armed::new(RevertFile::new(Vec::new()));
+        let a = Armed::new(RevertFile::new(Vec::new()), &p);
         let id = a.id;
         drop(a);
         assert!(!armed().contains_key(&id));
@@ -249,7 +285,11 @@ mod tests {
 
     #[test]
     fn a_failed_write_disarms_and_says_where() {
-        let mut a = Armed::new(RevertFile::new(vec![refused()]));
+        let d = tempfile::tempdir().unwrap();
+        let mut a = Armed::new(
+            RevertFile::new(vec![refused()]),
+            &d.path().join("revert-1-1.json"),
+        );
         let e = a.write_all(|_| {}).unwrap_err().to_string();
         assert!(e.contains("applying stopped at /sys/class/net/lo"), "{e}");
         assert!(e.contains("the 0 change(s) before it"), "{e}");

@@ -1,17 +1,29 @@
 //! Files named on the command line, opened without trusting the path.
 //!
 //! nettop usually runs as root, and the paths it is given may sit in
-//! directories other users can write (`/tmp`). Sizes do not tell a file from
-//! a device: block devices, /proc files and FIFOs all report 0 bytes. So:
+//! directories other users can write (`/tmp`, someone's home). Sizes do not
+//! tell a file from a device: block devices, /proc files and FIFOs all
+//! report 0 bytes. So every file nettop writes for a user (recordings, the
+//! configuration, the calibration cache, revert files and their key) goes
+//! through this module, which holds these rules:
 //!
-//! - **Outputs** ([`create_output`]) are created new (`O_CREAT|O_EXCL`), the
-//!   last component is never followed through a symlink (`O_NOFOLLOW`; the
-//!   kernel's `fs.protected_symlinks` may be off), the result is always a
+//! - **No symlink is followed in the last component**, and none that sits
+//!   in a directory owned by another user (neither us nor root) anywhere on
+//!   the path: that user could point it at a file of ours
+//!   ([`check_path`]). Symlinks root or we made (`/var/run` on Debian) are
+//!   followed.
+//! - **New files** ([`create_output`]) are created `O_CREAT|O_EXCL`, always a
 //!   regular file with mode 0600 (recordings list every process on the
-//!   host), and the only existing file ever written is an empty regular file
-//!   of our own (`mktemp`), never a device, FIFO, kernel pseudo-file or
-//!   another user's file. Directories earlier in the path are followed as
-//!   given: they are the caller's choice (`/var/run` is a symlink on Debian).
+//!   host); the only existing file ever written is an empty regular file of
+//!   our own (`mktemp`), never a device, FIFO, kernel pseudo-file or another
+//!   user's file.
+//! - **Whole files** ([`replace`], [`create_new`]) are written to a temporary
+//!   file beside the target, synced and renamed into place: a crash or a
+//!   full disk leaves the old file or the new one, never half of one and
+//!   never a 0-byte leftover. [`replace`] replaces only a regular file of
+//!   ours; the caller must have read and understood it first (the
+//!   [`Replace`] argument says it did), so a file nettop could not parse is
+//!   never overwritten by accident.
 //! - **Inputs** ([`open_input`]) must be regular files; they are opened
 //!   `O_NONBLOCK` and checked with `fstat`, so a FIFO can neither hang
 //!   nettop nor be mistaken for a recording.
@@ -212,6 +224,7 @@ fn finish(fd: OwnedFd, chmod: bool) -> anyhow::Result<File> {
 /// Errors name the path and say why.
 pub fn create_output(path: &Path) -> anyhow::Result<Output> {
     let shown = path.display();
+    check_path(path)?;
     let (dir, name) = split(path)?;
     let dirfd = open_dir(&dir)?;
     if let Some(fs) = pseudo_fs(&dirfd) {
@@ -289,32 +302,180 @@ fn check_reusable(st: &libc::stat, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Replaces `path` with `bytes` in one step: a new temporary file beside
-/// it (created as [`create_output`] creates files, so a planted symlink or
-/// FIFO at the temporary name is refused), synced, then renamed over
-/// `path`. A crash leaves the old file or the new one, never half of one.
-/// `path` itself, if a symlink, is replaced, not written through.
-pub fn replace(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let (dir, name) = split(path)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+/// Refuses a path that follows a symlink nettop must not trust: one that
+/// sits in a directory owned by another user (neither us nor root), who
+/// could point it at any file of ours. Checked for every directory on the
+/// way to `path`'s parent; the last component is the callers' to refuse
+/// (they open it `O_NOFOLLOW`).
+pub fn check_path(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let me = euid();
+    let mut walked = PathBuf::new();
+    for c in parent.components() {
+        walked.push(c);
+        let Ok(m) = std::fs::symlink_metadata(&walked) else {
+            // A missing directory is the caller's error to report, with
+            // its own words (it may be about to create it).
+            return Ok(());
+        };
+        if !m.file_type().is_symlink() {
+            continue;
+        }
+        let holder = walked
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let owner = std::fs::metadata(holder)
+            .with_context(|| format!("cannot stat {}", holder.display()))?
+            .uid();
+        if owner != me && owner != 0 {
+            bail!(
+                "{} is a symbolic link in {}, a directory owned by uid {owner}; nettop does not \
+                 follow it to write {} (that user could point it anywhere; give the real path)",
+                walked.display(),
+                holder.display(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A temporary name beside `path` that no other process of ours uses.
+fn temp_beside(dir: &Path, name: &CString) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.join(format!(
+        ".{}.{}.{n}.tmp",
         String::from_utf8_lossy(name.as_bytes()),
         std::process::id()
-    ));
-    // A leftover of an earlier run with our PID is ours to remove.
-    let _ = std::fs::remove_file(&tmp);
+    ))
+}
+
+/// Writes `bytes` to a new temporary file beside `path`, synced, and hands
+/// it to `place`; on any failure the temporary file is removed, so nothing
+/// is left behind (a full disk leaves no 0-byte file).
+fn via_temp(
+    path: &Path,
+    bytes: &[u8],
+    place: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let shown = path.display();
+    let (dir, name) = split(path)?;
+    let tmp = temp_beside(&dir, &name);
     let write = || -> anyhow::Result<()> {
-        let mut out = create_output(&tmp)?;
+        let mut out = create_output(&tmp).with_context(|| format!("cannot write {shown}"))?;
         out.file
             .write_all(bytes)
             .and_then(|()| out.file.sync_all())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+            .with_context(|| {
+                format!(
+                    "cannot write {shown} (through {}, now removed)",
+                    tmp.display()
+                )
+            })?;
+        place(&tmp).with_context(|| format!("cannot put {shown} in place"))?;
+        // The rename is durable only once the directory is synced.
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
     };
     write().inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// Replaces `path` with `bytes` in one step (see the module docs). What is
+/// at `path` now must be a regular file of ours, with one link, and
+/// `understood` must accept its contents: the caller's own parser, so that
+/// a file nettop cannot read as its own is never overwritten. A symlink at
+/// `path` is refused, not written through and not replaced.
+pub fn replace(
+    path: &Path,
+    bytes: &[u8],
+    understood: impl FnOnce(&[u8]) -> Result<(), String>,
+) -> anyhow::Result<()> {
+    let shown = path.display();
+    check_path(path)?;
+    let (dir, name) = split(path)?;
+    if let Ok(dirfd) = open_dir(&dir) {
+        match lstatat(&dirfd, &name) {
+            Ok(st) => {
+                check_replaceable(&st, path)?;
+                let fd = openat(
+                    &dirfd,
+                    &name,
+                    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+                    0,
+                )
+                .with_context(|| format!("cannot read {shown} before replacing it"))?;
+                let now = fstat(&fd)?;
+                check_replaceable(&now, path)?;
+                let mut old = Vec::new();
+                use std::io::Read;
+                finish(fd, false)?
+                    .take(MAX_REPLACED + 1)
+                    .read_to_end(&mut old)
+                    .with_context(|| format!("cannot read {shown} before replacing it"))?;
+                if old.len() as u64 > MAX_REPLACED {
+                    bail!("{shown} is larger than anything nettop writes there; not replaced");
+                }
+                understood(&old).map_err(|why| {
+                    anyhow::anyhow!(
+                        "{shown} is not a file nettop can read as its own ({why}); not replaced \
+                         (move it away, or give another path)"
+                    )
+                })?;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot stat {shown}")),
+        }
+    }
+    via_temp(path, bytes, |tmp| std::fs::rename(tmp, path))
+}
+
+/// The most [`replace`] reads of the file it replaces.
+const MAX_REPLACED: u64 = 16 << 20;
+
+fn check_replaceable(st: &libc::stat, path: &Path) -> anyhow::Result<()> {
+    let shown = path.display();
+    if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        let to = std::fs::read_link(path)
+            .map(|t| format!(" (to {})", t.display()))
+            .unwrap_or_default();
+        bail!(
+            "{shown} is a symbolic link{to}; nettop neither writes through nor replaces a \
+             symlink (give the real path)"
+        );
+    }
+    if !is_reg(st) {
+        bail!(
+            "{shown} is {}, not a regular file; not replaced",
+            kind(st.st_mode)
+        );
+    }
+    if st.st_uid != euid() {
+        bail!(
+            "{shown} is owned by uid {}, not by us; nettop does not replace another user's file",
+            st.st_uid
+        );
+    }
+    if st.st_nlink != 1 {
+        bail!("{shown} has {} hard links; not replaced", st.st_nlink);
+    }
+    Ok(())
+}
+
+/// Creates `path` with `bytes`, whole or not at all: written beside it,
+/// synced, then renamed into place only if nothing is there yet (an
+/// existing file is never replaced; the error says so).
+pub fn create_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    via_temp(path, bytes, |tmp| rename_noreplace(tmp, path))
 }
 
 /// Opens `path` for reading: a regular file only, at most `max_len` bytes
@@ -416,22 +577,91 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    fn anything(_: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+
     #[test]
-    fn replace_swaps_the_file_and_never_writes_through_a_symlink() {
+    fn replace_swaps_a_file_of_ours_and_leaves_nothing_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("cache.json");
+        replace(&p, b"new", anything).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let mut seen = Vec::new();
+        replace(&p, b"newer", |old| {
+            seen = old.to_vec();
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, b"new");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "newer");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn replace_refuses_symlinks_files_it_cannot_read_and_other_users_files() {
         let d = tempfile::tempdir().unwrap();
         let victim = d.path().join("victim");
         std::fs::write(&victim, "keep").unwrap();
-        let p = d.path().join("cache.json");
+        let p = d.path().join("config.toml");
         std::os::unix::fs::symlink(&victim, &p).unwrap();
-        replace(&p, b"new").unwrap();
+        let e = format!("{:#}", replace(&p, b"new", anything).unwrap_err());
+        assert!(e.contains("symbolic link (to "), "{e}");
+        assert!(std::fs::symlink_metadata(&p).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        assert!(!std::fs::symlink_metadata(&p).unwrap().is_symlink());
-        replace(&p, b"newer").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "newer");
-        // Nothing is left beside it.
+
+        let e = format!(
+            "{:#}",
+            replace(&victim, b"new", |_| Err("line 1: not TOML".into())).unwrap_err()
+        );
+        assert!(e.contains("(line 1: not TOML); not replaced"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+
+        if euid() == 0 {
+            std::os::unix::fs::chown(&victim, Some(65534), None).unwrap();
+            let e = format!("{:#}", replace(&victim, b"new", anything).unwrap_err());
+            assert!(e.contains("owned by uid 65534"), "{e}");
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        }
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
     }
+
+    #[test]
+    fn symlinks_in_another_users_directory_are_not_followed() {
+        if euid() != 0 {
+            eprintln!("not run: needs root to own a directory as another user");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let theirs = d.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        let mine = d.path().join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::os::unix::fs::symlink(&mine, theirs.join("link")).unwrap();
+        // Ours (root's) directory: followed.
+        create_new(&theirs.join("link/a"), b"x").unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let e = format!(
+            "{:#}",
+            create_new(&theirs.join("link/b"), b"x").unwrap_err()
+        );
+        assert!(e.contains("a directory owned by uid 65534"), "{e}");
+        let e = format!("{:#}", create_output(&theirs.join("link/c")).unwrap_err());
+        assert!(e.contains("owned by uid 65534"), "{e}");
+        assert!(!mine.join("b").exists() && !mine.join("c").exists());
+    }
+
+    #[test]
+    fn create_new_never_replaces() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("key");
+        create_new(&p, b"one").unwrap();
+        let e = format!("{:#}", create_new(&p, b"two").unwrap_err());
+        assert!(e.contains("cannot put"), "{e}");
+        assert_eq!(std::fs::read(&p).unwrap(), b"one");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

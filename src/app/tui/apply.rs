@@ -7,13 +7,13 @@
 //! [`steps::Armed`] guard, so quitting (or any error) before the verdict
 //! restores them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::app::live::LiveFrames;
 use crate::plan::measure::{self, Measure};
 use crate::plan::revert::{self, RevertFile};
-use crate::plan::{Plan, steps};
+use crate::plan::{Plan, journal, steps};
 use crate::sample::RawSample;
 use crate::ui::rows::LineKind;
 use crate::ui::rows::pinning::PlanRun;
@@ -21,6 +21,7 @@ use crate::ui::rows::pinning::PlanRun;
 enum Phase {
     Before {
         rf: RevertFile,
+        unwritten: Unwritten,
     },
     After {
         before: Measure,
@@ -28,10 +29,27 @@ enum Phase {
     },
 }
 
+/// A revert file nothing has been written for yet: dropped (the TUI quit
+/// in the before window), its verdict says so.
+struct Unwritten(Option<PathBuf>);
+
+impl Drop for Unwritten {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            journal::settle(&p, journal::Outcome::NothingWritten);
+        }
+    }
+}
+
 /// An apply between its start and its verdict.
 pub(super) struct Applying {
     plan: Plan,
     revert_file: String,
+    revert_path: PathBuf,
+    /// The command that undoes it once kept.
+    undo: String,
+    /// Held until the verdict: no other apply or revert meanwhile.
+    _lock: journal::Lock,
     window: Duration,
     /// The sample the current window starts at, and when it ends.
     mark: RawSample,
@@ -89,23 +107,33 @@ impl Applying {
         window: Duration,
         state_dir: &Path,
     ) -> Result<Applying, String> {
+        let place =
+            |e: anyhow::Error| format!("{e:#} (nothing written; --state-dir picks another place)");
+        revert::check_state_dir(state_dir, true).map_err(place)?;
+        let lock = journal::lock(state_dir).map_err(|e| format!("{e:#}"))?;
+        journal::clear_for_apply(state_dir, false).map_err(|e| format!("{e:#}"))?;
         let entries = steps::entries(&plan).map_err(|e| format!("{e:#}"))?;
         if entries.is_empty() {
             return Err("nothing to apply".into());
         }
         let rf = RevertFile::new(entries);
-        let path = revert::write(state_dir, &rf)
-            .map_err(|e| format!("{e:#} (nothing written; --state-dir picks another place)"))?;
+        let path = revert::write(state_dir, &rf).map_err(place)?;
         let revert_file = path.display().to_string();
         log::info!("applying the plan; revert file {revert_file}");
         Ok(Applying {
             lines: vec![normal(format!("revert file: {revert_file}"))],
             plan,
+            undo: journal::undo_command(state_dir, &path),
+            phase: Phase::Before {
+                rf,
+                unwritten: Unwritten(Some(path.clone())),
+            },
+            revert_path: path,
+            _lock: lock,
             revert_file,
             window,
             mark: live.mark(),
             until: Instant::now() + window,
-            phase: Phase::Before { rf },
         })
     }
 
@@ -141,8 +169,10 @@ impl Applying {
         }
         let m = Measure::of(&live.frame_since(&self.mark), &self.plan.victims);
         match self.phase {
-            Phase::Before { rf } => {
-                let mut armed = steps::Armed::new(rf);
+            Phase::Before { rf, mut unwritten } => {
+                // From here the guard below records the verdict.
+                unwritten.0 = None;
+                let mut armed = steps::Armed::new(rf, &self.revert_path);
                 let written = match armed.write_all(|_| {}) {
                     Ok(w) => w,
                     Err(e) => {
@@ -177,7 +207,7 @@ impl Applying {
                     LineKind::Note
                 };
                 self.lines
-                    .extend(block(&verdict.text(&self.revert_file), kind));
+                    .extend(block(&verdict.text(&self.revert_file, &self.undo), kind));
                 let status = match (verdict.reverted(), verdict.ok) {
                     (false, _) => "plan applied and kept",
                     (true, true) => "plan reverted automatically: it made things worse",

@@ -294,6 +294,16 @@ fn run_ui(
     let mut app = App::new(ui_options(cli));
     app.apply_settings(&settings);
     app.message = warning;
+    if cli.replay.is_none() {
+        // An apply that never reached its verdict outranks the config's
+        // warning: it may have left this host changed.
+        let dir = options::plan_state_dir(cli);
+        let scan = crate::plan::journal::unfinished(&dir);
+        if let Some(u) = scan.unfinished.iter().find(|u| u.left_changes()) {
+            log::warn!("{}", u.summary(&dir));
+            app.message = Some(u.short(&dir));
+        }
+    }
     let warn = Mutex::new(warn);
     crate::app::logger::redirect(Box::new(move |m: &str| {
         if let Ok(w) = warn.lock() {
