@@ -31,7 +31,7 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     assert_eq!(t.format("#{alternate_on}"), "1");
     // Real data: nettop itself is a process on screen once filtered.
     t.keys(&["/"]);
-    t.wait_text("Filter (command");
+    t.wait_text("Filter as you type");
     t.literal("nettop");
     t.keys(&["Enter"]);
     t.wait_for("only nettop rows", |s| {
@@ -59,7 +59,7 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     // Sort by the next column, then by the picker.
     t.keys(&[">"]);
     t.wait_text("ONCPU%▼");
-    t.keys(&["s"]);
+    t.keys(&["F"]);
     t.wait_text("fields: * shown");
     t.keys(&["End", "Enter"]);
     t.wait_text("COMMAND▲");
@@ -329,7 +329,7 @@ fn forest_puts_real_children_under_their_parent() {
     };
     t.wait_text("interval ");
     t.keys(&["/"]);
-    t.wait_text("Filter (command");
+    t.wait_text("Filter as you type");
     t.literal("ntforest");
     t.keys(&["Enter"]);
     t.wait_for("the family, flat", |s| {
@@ -387,7 +387,7 @@ fn detail_pane_opens_and_closes() {
     });
     // `-p` keeps a few kernel threads beside it: the filter leaves it alone.
     t.keys(&["/"]);
-    t.wait_text("Filter (command");
+    t.wait_text("Filter as you type");
     t.literal(&pid.to_string());
     t.keys(&["Enter"]);
     t.wait_text(&format!("filter \"{pid}\""));

@@ -350,7 +350,7 @@ fn sort_picker_overlay() {
     let mut a = busy(120, 30);
     // Opens on the sort column (TOP%); ONCPU% below it is hidden, so it
     // moves down among the hidden columns and leaves the table.
-    press(&mut a, KeyCode::Char('s'));
+    press(&mut a, KeyCode::Char('F'));
     press(&mut a, KeyCode::Down);
     press(&mut a, KeyCode::Char(' '));
     snap("ui_sort_picker", screen(&a, 120, 30));
@@ -388,7 +388,7 @@ fn tiny_terminal_shows_a_note_and_never_panics() {
     snap("ui_too_small_10x5", s);
     // Every view, every overlay, at every small size: no panic.
     for v in ['1', '2', '3', '4', '5'] {
-        for overlay in [None, Some('?'), Some('s')] {
+        for overlay in [None, Some('?'), Some('F')] {
             let mut a = busy(10, 5);
             press(&mut a, KeyCode::Char(v));
             if let Some(o) = overlay {

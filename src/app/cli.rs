@@ -63,6 +63,13 @@ pub struct Cli {
     #[arg(short = 'H', long = "threads", conflicts_with = "pinning_check")]
     pub threads: bool,
 
+    /// The TUI never acts on the host: no kill, renice or affinity (k, r,
+    /// a), and no plan applied (P); for shared screens and unattended
+    /// sessions. `read_only = true` in the configuration file does the same.
+    #[arg(long = "read-only",
+          conflicts_with_all = ["record", "serve", "export", "pinning_check", "batch", "plan", "revert"])]
+    pub read_only: bool,
+
     /// Leave out tasks that used no CPU in the interval, as `top -i` (the
     /// TUI's `i` toggles it; batch text only, JSON keeps every task).
     #[arg(short = 'i', long = "hide-idle", conflicts_with = "pinning_check")]

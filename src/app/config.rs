@@ -253,6 +253,8 @@ mod tests {
             command_line: Some(true),
             show_idle: Some(false),
             color_scheme: Some(Scheme::Light),
+            hide_kernel_threads: Some(true),
+            read_only: Some(true),
         };
         save(&p, &s).unwrap();
         save(&p, &s).unwrap();

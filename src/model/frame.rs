@@ -77,6 +77,11 @@ pub struct TaskView {
     /// Its cgroup's key (`RawTask::cgroup_id`; see [`Frame::cgroups`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cgroup_id: u64,
+    /// `RawTask::start_ticks`: with the ID, which task this row is, so
+    /// acting on it (the TUI's `k`, `r`, `a`) never hits a reused PID. Not
+    /// an output figure.
+    #[serde(skip)]
+    pub start_ticks: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

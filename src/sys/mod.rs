@@ -3,7 +3,8 @@
 //!
 //! Here are the file-system root ([`sysroot`]) every /proc and /sys read
 //! goes through, safe opening of files named by users ([`safefile`]),
-//! netlink ([`rtnl`]), network-namespace entry ([`netns`]), cgroup paths
+//! netlink ([`rtnl`]), network-namespace entry ([`netns`]), acting on a
+//! task the user picked ([`control`]: signal, renice, affinity), cgroup paths
 //! and mounts ([`cgroup`]), CPU lists ([`cpuset`]), user names
 //! ([`users`]), signals, the sampling clock ([`ticker`]), the one duration
 //! and size syntax ([`units`]) and the sanitiser every untrusted string
@@ -12,6 +13,7 @@
 pub mod bytes;
 pub mod cgroup;
 pub mod clock;
+pub mod control;
 pub mod cpuset;
 pub mod netns;
 pub mod rtnl;

@@ -54,6 +54,28 @@ pub enum Mode {
     },
     /// `P`: this plan waits for y/n ([`super::plan`]).
     ConfirmPlan(Box<crate::plan::Plan>),
+    /// `k`: the signal chooser for this task, on this line of
+    /// [`crate::sys::control::SIGNALS`] ([`super::control`]).
+    Signal {
+        target: Box<crate::sys::control::Target>,
+        at: usize,
+    },
+    /// `r`: the new nice value as typed; the task's nice now, if known.
+    Renice {
+        target: Box<crate::sys::control::Target>,
+        now: Option<i32>,
+        buf: String,
+    },
+    /// `a`: the CPU picker: the CPUs ticked, the highlighted line.
+    Affinity {
+        target: Box<crate::sys::control::Target>,
+        cpus: crate::sys::cpuset::CpuSet,
+        at: usize,
+    },
+    /// `u`: the user picker, on this line ([`App::user_choices`]).
+    Users(usize),
+    /// `k`, `r` or `a` waits for y/n.
+    Confirm(Box<super::control::Control>),
 }
 
 /// What the run loop must do after an event.
@@ -76,6 +98,9 @@ pub enum Action {
     ApplyPlan(Box<crate::plan::Plan>),
     /// `P` brought the plan into view: check the host again now.
     Recheck,
+    /// `k`, `r` or `a`, confirmed: act on the task; the answer goes to
+    /// [`App::control_done`].
+    Control(Box<super::control::Control>),
 }
 
 /// Replay position; `None` in live mode.
@@ -101,6 +126,9 @@ pub struct Extras {
     pub devices: Option<BTreeMap<String, DevTopo>>,
     /// The plan shown under the findings, which `P` applies.
     pub plan: Option<Box<crate::plan::Plan>>,
+    /// Per CPU, the queue IRQs and RPS steering that land there
+    /// ([`super::rows::devices::cpu_interrupts`]), for `a`'s picker.
+    pub cpu_interrupts: Option<BTreeMap<u32, Vec<String>>>,
 }
 
 pub struct App {
@@ -126,6 +154,17 @@ pub struct App {
     pub detail: Option<u32>,
     pub sort: SortKey,
     pub filter: String,
+    /// `u`: only this user's tasks.
+    pub user: Option<u32>,
+    /// `K`: kernel threads left out (htop's).
+    pub hide_kthreads: bool,
+    /// `-p`: the PIDs the collector was restricted to (shown in the title,
+    /// and named when they have all exited).
+    pub pids: Vec<u32>,
+    /// `--read-only`: `k`, `r`, `a` and `P`'s apply are off.
+    pub read_only: bool,
+    /// Affinities set with `a`, with STOLEN% before and after.
+    pub affinity_changes: Vec<super::control::AffinityChange>,
     /// `f`: the PID the cursor stays on while rows re-sort. Without it the
     /// cursor keeps its row ([`App::rebuild`]).
     pub follow: Option<u32>,
@@ -182,6 +221,11 @@ impl App {
                 descending: true,
             },
             filter: String::new(),
+            user: None,
+            hide_kthreads: false,
+            pids: opts.pids.clone(),
+            read_only: opts.read_only,
+            affinity_changes: Vec::new(),
             follow: None,
             paused: false,
             delay: opts.delay,
@@ -231,6 +275,7 @@ impl App {
     pub fn show_frame(&mut self, frame: Frame) {
         self.history.push(&frame);
         self.frame = Some(frame);
+        self.track_affinity();
         self.rebuild();
     }
 
@@ -507,6 +552,8 @@ impl App {
         self.rows = processes::rows(&processes::Query {
             frame: self.frame.as_ref(),
             filter: &self.filter,
+            user: self.user,
+            kthreads: !self.hide_kthreads,
             sort: self.sort,
             threads: self.threads,
             tree: self.tree,

@@ -91,7 +91,7 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         Mode::Filter(buf) => {
             return Line::from(vec![
                 Span::styled(
-                    "Filter (command, user or PID; Enter applies, Esc cancels): ",
+                    "Filter as you type (command, user or PID; Enter keeps, Esc clears): ",
                     s.accent(),
                 ),
                 Span::raw(format!("{buf}_")),
@@ -113,6 +113,22 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
             return Line::from(vec![
                 Span::styled(app.plan_question(plan), s.accent()),
                 Span::raw("_"),
+            ]);
+        }
+        Mode::Confirm(c) => {
+            return Line::from(vec![Span::styled(c.question(), s.accent()), Span::raw("_")]);
+        }
+        Mode::Renice { target, now, buf } => {
+            let now = now.map_or("?".to_string(), |n| n.to_string());
+            return Line::from(vec![
+                Span::styled(
+                    format!(
+                        "Renice {} (nice now {now}; -20 highest priority to 19; Enter asks, Esc cancels): ",
+                        target.label()
+                    ),
+                    s.accent(),
+                ),
+                Span::raw(format!("{buf}_")),
             ]);
         }
         Mode::Goto(buf) => {
@@ -293,10 +309,11 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, off: 
     // when there is more than the terminal shows.
     let total = rows_len as u16 + 4 + note_rows;
     let off = off.min(total.saturating_sub(r.height));
-    let title = if total > r.height {
-        " nettop keys (↑↓ scroll; nothing is ever killed) "
-    } else {
-        " nettop keys (read-only: nothing is ever killed) "
+    let title = match (total > r.height, app.read_only) {
+        (true, true) => " nettop keys (↑↓ scroll; read-only: k r a P off) ",
+        (true, false) => " nettop keys (↑↓ scroll) ",
+        (false, true) => " nettop keys (read-only: k r a P off) ",
+        (false, false) => " nettop keys ",
     };
     let block = Block::default().borders(Borders::ALL).title(title);
     f.render_widget(

@@ -119,6 +119,18 @@ pub enum Command {
     GotoTime,
     /// `P`: the plan in the Pinning view, applied after a question.
     Plan,
+    /// `k`/F9: send a signal to the selected task (asks).
+    Kill,
+    /// `r`: renice; F7/F8: one step towards -20 / 19 (asks).
+    Renice(Option<i32>),
+    /// `a`: set the selected task's CPU affinity (asks).
+    Affinity,
+    /// `u`: one user's tasks only.
+    Users,
+    /// `K`: kernel threads hidden or listed.
+    KernelThreads,
+    /// A key htop users press that nettop has no equivalent for: a hint.
+    Hint(char),
 }
 
 /// One help line: the keys and what they do.
@@ -147,12 +159,7 @@ pub const KEYMAP: &[Entry] = &[
         help: "Processes, CPUs, Devices/NAPI, Topology, Pinning",
     },
     Entry {
-        binds: &[
-            (key(K::Up), C::Up),
-            (key(K::Down), C::Down),
-            (ch('k'), C::Up),
-            (ch('j'), C::Down),
-        ],
+        binds: &[(key(K::Up), C::Up), (key(K::Down), C::Down)],
         help: "move selection (scroll in text views)",
     },
     Entry {
@@ -185,6 +192,14 @@ pub const KEYMAP: &[Entry] = &[
         help: "hide / list tasks that used no CPU (as in top)",
     },
     Entry {
+        binds: &[(ch('K'), C::KernelThreads)],
+        help: "hide / list kernel threads (as in htop)",
+    },
+    Entry {
+        binds: &[(ch('u'), C::Users)],
+        help: "show one user's tasks (as in top, htop)",
+    },
+    Entry {
         binds: &[(ch('c'), C::CmdLine)],
         help: "COMMAND: full command line / name (as in top)",
     },
@@ -210,7 +225,6 @@ pub const KEYMAP: &[Entry] = &[
     Entry {
         binds: &[
             (ch('F'), C::Fields),
-            (ch('s'), C::Fields),
             (key(K::F(2)), C::Fields),
             (key(K::F(6)), C::Fields),
         ],
@@ -223,10 +237,11 @@ pub const KEYMAP: &[Entry] = &[
     Entry {
         binds: &[
             (ch('/'), C::Filter),
+            (ch('\\'), C::Filter),
             (key(K::F(3)), C::Filter),
             (key(K::F(4)), C::Filter),
         ],
-        help: "filter by command, user or PID (Enter applies)",
+        help: "filter as you type: command, user, PID (Esc clears)",
     },
     Entry {
         binds: &[(ch('f'), C::Follow)],
@@ -241,8 +256,8 @@ pub const KEYMAP: &[Entry] = &[
         help: "pause / resume (replay: play / pause)",
     },
     Entry {
-        binds: &[(ch('d'), C::Delay)],
-        help: "set delay in seconds",
+        binds: &[(ch('d'), C::Delay), (ch('s'), C::Delay)],
+        help: "set delay in seconds (as in top)",
     },
     Entry {
         binds: &[(ch('['), C::Step(-1)), (ch(']'), C::Step(1))],
@@ -264,6 +279,32 @@ pub const KEYMAP: &[Entry] = &[
         help: "the plan; in the Pinning view: apply it (asks)",
     },
     Entry {
+        binds: &[(ch('k'), C::Kill), (key(K::F(9)), C::Kill)],
+        help: "kill: send the selected task a signal (asks)",
+    },
+    Entry {
+        binds: &[
+            (ch('r'), C::Renice(None)),
+            (key(K::F(7)), C::Renice(Some(-1))),
+            (key(K::F(8)), C::Renice(Some(1))),
+        ],
+        help: "renice; F7 F8 one step up / down (as in htop)",
+    },
+    Entry {
+        binds: &[(ch('a'), C::Affinity)],
+        help: "CPU affinity: picker marks NET_RX, IRQ CPUs (asks)",
+    },
+    Entry {
+        binds: &[
+            (ch('l'), C::Hint('l')),
+            (ch('e'), C::Hint('e')),
+            (ch('x'), C::Hint('x')),
+            (ch('I'), C::Hint('I')),
+            (ch('S'), C::Hint('S')),
+        ],
+        help: "htop keys nettop lacks: what to use instead",
+    },
+    Entry {
         binds: &[(ch('Z'), C::Scheme)],
         help: "colours: default, light, mono (NO_COLOR: mono)",
     },
@@ -272,7 +313,11 @@ pub const KEYMAP: &[Entry] = &[
         help: "write settings to the config file (as in top)",
     },
     Entry {
-        binds: &[(ch('?'), C::Help), (key(K::F(1)), C::Help)],
+        binds: &[
+            (ch('?'), C::Help),
+            (ch('h'), C::Help),
+            (key(K::F(1)), C::Help),
+        ],
         help: "this help (arrows scroll, other keys close)",
     },
     Entry {
@@ -287,7 +332,7 @@ pub const KEYMAP: &[Entry] = &[
             ),
             (key(K::F(10)), C::Quit),
         ],
-        help: "quit (nettop never kills anything)",
+        help: "quit",
     },
 ];
 
@@ -370,6 +415,17 @@ impl App {
                 Action::None
             }
             Mode::ConfirmPlan(plan) => self.key_confirm_plan(k, plan),
+            Mode::Signal { target, at } => self.key_signal(k, target, at),
+            Mode::Renice { target, now, buf } => {
+                self.key_renice(k, target, now, buf);
+                Action::None
+            }
+            Mode::Affinity { target, cpus, at } => self.key_affinity(k, target, cpus, at),
+            Mode::Users(at) => {
+                self.key_users(k, at);
+                Action::None
+            }
+            Mode::Confirm(c) => self.key_confirm(k, c),
         }
     }
 
@@ -428,6 +484,7 @@ impl App {
             C::Clear if self.detail.is_some() => self.detail = None,
             C::Clear => {
                 self.filter.clear();
+                self.user = None;
                 self.follow = None;
                 self.rebuild();
             }
@@ -437,6 +494,20 @@ impl App {
             C::GotoTime if self.replay.is_some() => self.mode = Mode::Goto(String::new()),
             C::GotoTime => {}
             C::Plan => return self.plan_key(),
+            C::Kill => self.kill_key(),
+            C::Renice(step) => self.renice_key(step),
+            C::Affinity => self.affinity_key(),
+            C::Users => self.open_users(),
+            C::KernelThreads => {
+                self.hide_kthreads = !self.hide_kthreads;
+                self.message = Some(if self.hide_kthreads {
+                    "kernel threads hidden (K lists them again)".into()
+                } else {
+                    "kernel threads listed".into()
+                });
+                self.rebuild();
+            }
+            C::Hint(c) => self.message = Some(self.hint(c)),
         }
         Action::None
     }

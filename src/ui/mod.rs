@@ -11,11 +11,14 @@
 
 pub mod app;
 pub mod chrome;
+pub mod control;
 mod fields;
 #[cfg(feature = "testing")]
 pub mod fixtures;
+mod habits;
 pub mod history;
 pub mod keymap;
+mod pickers;
 mod plan;
 pub mod prompt;
 pub mod render;
@@ -86,19 +89,21 @@ pub enum Cmd {
     Quit,
 }
 
-/// Writes the settings `W` saves; says where, or why not, for the status
-/// line. The mode runner owns the file; the TUI only hands settings over.
-pub type SaveSettings<'a> = &'a mut dyn FnMut(&settings::Settings) -> Result<String, String>;
+/// What the TUI hands to the mode runner to do, each answering in one
+/// line for the status line: the runner owns the configuration file and
+/// acts on processes; the TUI only says what the user asked for.
+pub struct Hooks<'a> {
+    /// Writes the settings `W` saves; says where, or why not.
+    pub save: &'a mut dyn FnMut(&settings::Settings) -> Result<String, String>,
+    /// Sends the signal, renices or sets the affinity the user confirmed.
+    pub control: &'a mut dyn FnMut(&control::Control) -> Result<String, String>,
+}
 
 /// Runs the TUI: enters the terminal, draws `app` and feeds it Frames from
-/// `rx` and keys from the terminal; commands go back over `tx`, settings
-/// to save to `save`. The terminal is restored on every way out.
-pub fn run(
-    mut app: App,
-    rx: Receiver<Msg>,
-    tx: Sender<Cmd>,
-    save: SaveSettings,
-) -> anyhow::Result<u8> {
+/// `rx` and keys from the terminal; commands go back over `tx`, what the
+/// user asked of the host to `hooks`. The terminal is restored on every
+/// way out.
+pub fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>, hooks: Hooks) -> anyhow::Result<u8> {
     // SIGTERM/SIGHUP/SIGINT only set a flag; the loop notices within
     // INPUT_POLL and unwinds normally, so the guard restores the terminal.
     let signal = Arc::new(AtomicUsize::new(0));
@@ -113,7 +118,7 @@ pub fn run(
     let (guard, mut term) = term::TermGuard::enter()?;
     let size = term.size()?;
     app.resize(size.width, size.height);
-    let result = event_loop(&mut term, &mut app, &rx, &tx, &signal, save);
+    let result = event_loop(&mut term, &mut app, &rx, &tx, &signal, hooks);
     let _ = tx.send(Cmd::Quit);
     drop(term);
     drop(guard);
@@ -229,7 +234,7 @@ fn event_loop(
     rx: &Receiver<Msg>,
     tx: &Sender<Cmd>,
     signal: &AtomicUsize,
-    save: SaveSettings,
+    hooks: Hooks,
 ) -> anyhow::Result<u8> {
     let mut dirty = true;
     loop {
@@ -280,9 +285,13 @@ fn event_loop(
                     let _ = tx.send(Cmd::ThreadRows(on));
                 }
                 Action::SaveSettings(s) => {
-                    app.message = Some(match save(&s) {
+                    app.message = Some(match (hooks.save)(&s) {
                         Ok(m) | Err(m) => m,
                     });
+                }
+                Action::Control(c) => {
+                    let res = (hooks.control)(&c);
+                    app.control_done(&c, res);
                 }
                 Action::ApplyPlan(p) => {
                     let _ = tx.send(Cmd::ApplyPlan(p));

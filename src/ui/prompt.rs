@@ -8,23 +8,33 @@ use super::app::{Action, App, Mode};
 use super::rows::View;
 
 impl App {
+    /// The filter applies as it is typed (htop's); Enter keeps it and
+    /// goes to the first row, Esc clears it.
     pub(crate) fn key_filter(&mut self, k: KeyEvent, mut buf: String) {
         match k.code {
             KeyCode::Enter => {
-                self.filter = buf.trim().to_string();
-                self.rebuild();
+                self.set_filter(buf.trim());
                 self.move_to(View::Processes, 0);
+                return;
             }
-            KeyCode::Esc => {}
+            KeyCode::Esc => {
+                self.set_filter("");
+                return;
+            }
             KeyCode::Backspace => {
                 buf.pop();
-                self.mode = Mode::Filter(buf);
             }
-            KeyCode::Char(c) if !c.is_control() => {
-                buf.push(c);
-                self.mode = Mode::Filter(buf);
-            }
-            _ => self.mode = Mode::Filter(buf),
+            KeyCode::Char(c) if !c.is_control() => buf.push(c),
+            _ => {}
+        }
+        self.set_filter(buf.trim());
+        self.mode = Mode::Filter(buf);
+    }
+
+    fn set_filter(&mut self, f: &str) {
+        if self.filter != f {
+            self.filter = f.to_string();
+            self.rebuild();
         }
     }
 

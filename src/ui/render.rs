@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use super::app::{App, CHROME_BOTTOM, CHROME_TOP, Mode};
 use super::style::Sty;
-use super::{chrome, views};
+use super::{chrome, pickers, views};
 
 pub fn draw(f: &mut TermFrame, app: &App) {
     let area = f.area();
@@ -38,6 +38,11 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     match &app.mode {
         Mode::Help(off) => chrome::draw_help(f, app, &s, area, *off),
         Mode::Fields { at, moving } => chrome::draw_fields(f, app, &s, area, *at, *moving),
+        Mode::Signal { target, at } => pickers::draw_signals(f, &s, area, target, *at),
+        Mode::Affinity { target, cpus, at } => {
+            pickers::draw_affinity(f, app, &s, area, (target, cpus, *at));
+        }
+        Mode::Users(at) => pickers::draw_users(f, app, &s, area, *at),
         _ => {}
     }
 }

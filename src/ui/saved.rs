@@ -21,6 +21,8 @@ impl App {
             command_line: Some(self.cmdline),
             show_idle: Some(self.idle),
             color_scheme: Some(self.theme.scheme),
+            hide_kernel_threads: Some(self.hide_kthreads),
+            read_only: Some(self.read_only),
         }
     }
 
@@ -60,6 +62,13 @@ impl App {
         }
         if let Some(c) = s.color_scheme {
             self.theme = self.theme.with_scheme(c);
+        }
+        if let Some(k) = s.hide_kernel_threads {
+            self.hide_kthreads = k;
+        }
+        // The file can turn it on; only the absence of both turns it off.
+        if let Some(r) = s.read_only {
+            self.read_only |= r;
         }
         self.rebuild();
     }

@@ -40,6 +40,11 @@ pub struct Settings {
     /// Tasks that used no CPU are listed (`i` hides them, as in top).
     pub show_idle: Option<bool>,
     pub color_scheme: Option<Scheme>,
+    /// `true`: kernel threads left out (`K`).
+    pub hide_kernel_threads: Option<bool>,
+    /// `true`: no kill, renice, affinity or plan from the TUI, as
+    /// `--read-only`. `W` keeps it as it is.
+    pub read_only: Option<bool>,
 }
 
 impl Settings {
@@ -57,6 +62,8 @@ impl Settings {
             command_line,
             show_idle,
             color_scheme,
+            hide_kernel_threads,
+            read_only,
         } = o;
         self.view = view.or(self.view);
         self.sort = sort.or(self.sort);
@@ -69,6 +76,8 @@ impl Settings {
         self.command_line = command_line.or(self.command_line);
         self.show_idle = show_idle.or(self.show_idle);
         self.color_scheme = color_scheme.or(self.color_scheme);
+        self.hide_kernel_threads = hide_kernel_threads.or(self.hide_kernel_threads);
+        self.read_only = read_only.or(self.read_only);
     }
 }
 
@@ -85,6 +94,10 @@ pub struct Options {
     pub hide_idle: bool,
     /// Each of the before and after windows of an apply from `P`.
     pub plan_measure_s: f64,
+    /// `-p`: the PIDs the collector watches.
+    pub pids: Vec<u32>,
+    /// `--read-only`: no `k`, `r`, `a`, nor `P`'s apply.
+    pub read_only: bool,
     pub theme: Theme,
     pub width: u16,
     pub height: u16,
@@ -99,6 +112,8 @@ impl Default for Options {
             forest: false,
             hide_idle: false,
             plan_measure_s: 10.0,
+            pids: Vec::new(),
+            read_only: false,
             theme: Theme::default(),
             width: 80,
             height: 24,

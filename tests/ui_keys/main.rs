@@ -123,12 +123,12 @@ fn sort_picker_picks_stolen() {
     assert_eq!(a.sort.column, Column::Stolen);
     assert_eq!(comms(&a)[0], "openssl");
     // Esc leaves the sort alone.
-    key(&mut a, KeyCode::Char('s'));
+    key(&mut a, KeyCode::Char('F'));
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Esc);
     assert_eq!(a.sort.column, Column::Stolen);
     // Sorting by command is ascending.
-    key(&mut a, KeyCode::Char('s'));
+    key(&mut a, KeyCode::Char('F'));
     key(&mut a, KeyCode::End);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.sort.column, Column::Command);
@@ -143,9 +143,10 @@ fn filter_by_command_user_and_pid() {
     let mut a = app(30);
     let all = a.rows.len();
     key(&mut a, KeyCode::Char('/'));
-    ch(&mut a, "NGINX");
-    // Not applied until Enter.
-    assert_eq!(a.rows.len(), all);
+    ch(&mut a, "NGI");
+    // Applied as it is typed (htop's), before Enter.
+    assert_eq!(comms(&a), vec!["nginx"; 4]);
+    ch(&mut a, "NX");
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.filter, "NGINX");
     assert_eq!(comms(&a), vec!["nginx"; 4]);
@@ -154,6 +155,7 @@ fn filter_by_command_user_and_pid() {
     for _ in 0..5 {
         key(&mut a, KeyCode::Backspace);
     }
+    assert_eq!(a.rows.len(), all, "an empty filter lists everything");
     ch(&mut a, "postgres");
     key(&mut a, KeyCode::Enter);
     assert_eq!(comms(&a), vec!["postgres"]);
@@ -165,11 +167,16 @@ fn filter_by_command_user_and_pid() {
     ch(&mut a, "5001");
     key(&mut a, KeyCode::Enter);
     assert_eq!(comms(&a), vec!["openssl"]);
-    // Esc in the prompt cancels the edit; Esc in normal mode clears.
+    // Esc in the prompt clears the filter; so does Esc in normal mode.
     key(&mut a, KeyCode::Char('/'));
     ch(&mut a, "zzz");
+    assert!(a.rows.is_empty());
     key(&mut a, KeyCode::Esc);
-    assert_eq!(a.filter, "5001");
+    assert_eq!(a.filter, "");
+    assert_eq!(a.rows.len(), all);
+    key(&mut a, KeyCode::Char('/'));
+    ch(&mut a, "5001");
+    key(&mut a, KeyCode::Enter);
     key(&mut a, KeyCode::Esc);
     assert_eq!(a.filter, "");
     assert_eq!(a.rows.len(), all);
@@ -205,14 +212,13 @@ fn scrolling_stops_at_both_ends() {
     let vp = a.viewport(View::Processes);
     assert_eq!(vp, 7);
     key(&mut a, KeyCode::Up);
-    key(&mut a, KeyCode::Char('k'));
     key(&mut a, KeyCode::PageUp);
     assert_eq!(a.pos[0], Default::default());
     key(&mut a, KeyCode::PageDown);
     assert_eq!(a.pos[0].selected, vp);
     assert_eq!(a.pos[0].offset, 1); // selection stays on screen
     for _ in 0..100 {
-        key(&mut a, KeyCode::Char('j'));
+        key(&mut a, KeyCode::Down);
     }
     assert_eq!(a.pos[0].selected, len - 1);
     assert_eq!(a.pos[0].offset, len - vp);

@@ -268,6 +268,8 @@ fn ui_options(cli: &Cli) -> Options {
         theme: Theme::from_env(),
         width,
         height,
+        pids: cli.pids.clone(),
+        read_only: cli.read_only,
     }
 }
 
@@ -311,9 +313,44 @@ fn run_ui(
         }
     }));
     let mut save = config::saver(cli);
-    let res = crate::ui::run(app, rx, tx, &mut save);
+    let mut control = control;
+    let hooks = crate::ui::Hooks {
+        save: &mut save,
+        control: &mut control,
+    };
+    let res = crate::ui::run(app, rx, tx, hooks);
     crate::app::logger::redirect_end();
     res
+}
+
+/// `k`, `r` and `a`, confirmed in the TUI: done here, answered in one
+/// status line.
+fn control(c: &crate::ui::control::Control) -> Result<String, String> {
+    use crate::sys::control::{self, signal_name};
+    use crate::ui::control::Op;
+    let who = c.target.label();
+    let threads = |n: usize| {
+        if n == 1 {
+            String::new()
+        } else {
+            format!(" ({n} threads)")
+        }
+    };
+    match &c.op {
+        Op::Signal(s) => control::send_signal(&c.target, *s)
+            .map(|()| format!("sent {} to {who}", signal_name(*s))),
+        Op::Renice(n) => {
+            control::renice(&c.target, *n).map(|k| format!("{who} reniced to {n}{}", threads(k)))
+        }
+        Op::Affinity(cpus) => control::set_affinity(&c.target, cpus).map(|k| {
+            format!(
+                "{who} now runs on CPUs {}{}; the detail pane shows STOLEN% before and after",
+                cpus.to_list(),
+                threads(k)
+            )
+        }),
+    }
+    .map_err(|e| format!("{e:#}"))
 }
 
 /// `nettop`: the live TUI.

@@ -338,6 +338,7 @@ pub(super) fn start_replay(
         pinning: None,
         devices: None,
         plan: None,
+        cpu_interrupts: None,
     }));
     // The recorded configuration, linted with the recorded stolen time, off
     // the UI thread (it decodes up to RECORDED_EVIDENCE_FRAMES samples).

@@ -130,6 +130,7 @@ pub(super) fn topology_extras(
         topology: Some(topology::lines(t)),
         pinning: Some(pin),
         plan,
+        cpu_interrupts: Some(devices::cpu_interrupts(t)),
     };
     (extras, detail::facts(t, &report))
 }
@@ -174,6 +175,7 @@ pub(super) fn note_extras(kind: LineKind, text: String) -> Extras {
         pinning: Some(l),
         devices: None,
         plan: None,
+        cpu_interrupts: None,
     }
 }
 

@@ -110,6 +110,7 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         last_cpu: m.leader.last_cpu,
         affinity: m.leader.affinity.clone(),
         cgroup_id: m.leader.cgroup_id,
+        start_ticks: m.leader.start_ticks,
         top_pct: ctx.pct_ns(ctx.ticks_ns(td.ticks)),
         on_cpu_pct,
         ..Default::default()

@@ -65,6 +65,32 @@ pub fn rows(frame: Option<&Frame>) -> Vec<DevRow> {
 }
 
 /// The Devices view's configuration columns, per interface.
+/// Per CPU, the interrupt work the topology sends there: each device's
+/// queue IRQs that land on it and the devices whose RPS steers to it
+/// ("eth0 IRQ 38", "veth1 RPS"), for the affinity picker.
+pub fn cpu_interrupts(topo: &HostTopology) -> BTreeMap<u32, Vec<String>> {
+    let mut by_cpu: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for nic in &topo.nics {
+        for &n in &nic.irqs {
+            if let Some(i) = topo.irq(n) {
+                for cpu in i.lands_on().iter() {
+                    by_cpu
+                        .entry(cpu)
+                        .or_default()
+                        .push(format!("{} IRQ {n}", nic.label()));
+                }
+            }
+        }
+        for cpu in nic.rps_cpus().iter() {
+            by_cpu
+                .entry(cpu)
+                .or_default()
+                .push(format!("{} RPS", nic.label()));
+        }
+    }
+    by_cpu
+}
+
 pub fn device_info(topo: &HostTopology) -> BTreeMap<String, DevTopo> {
     topo.nics
         .iter()

@@ -44,6 +44,10 @@ pub struct SortKey {
 pub(crate) struct Query<'a> {
     pub frame: Option<&'a Frame>,
     pub filter: &'a str,
+    /// `u`: only this user's tasks.
+    pub user: Option<u32>,
+    /// Kernel threads are listed (htop's `K` leaves them out).
+    pub kthreads: bool,
     pub sort: SortKey,
     /// One row per thread instead of per process; under the tree or the
     /// forest, threads under each process.
@@ -66,6 +70,9 @@ const KTHREADD: u32 = 2;
 /// tasks are shown.
 fn matches(q: &Query, t: &TaskView) -> bool {
     if !q.idle && t.is_idle() {
+        return false;
+    }
+    if q.user.is_some_and(|u| t.uid != u) || (!q.kthreads && t.kthread) {
         return false;
     }
     if q.filter.is_empty() {
@@ -434,6 +441,8 @@ mod tests {
                 let q = Query {
                     frame: Some(&f),
                     filter: "",
+                    user: None,
+                    kthreads: true,
                     sort: SortKey { column, descending },
                     threads: false,
                     tree: false,
@@ -478,6 +487,8 @@ mod tests {
         let q = Query {
             frame: Some(f),
             filter,
+            user: None,
+            kthreads: true,
             sort: SortKey {
                 column: ProcColumn::Pid,
                 descending: false,

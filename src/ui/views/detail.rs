@@ -79,6 +79,11 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         text(&mut lines, l);
     }
     lines.extend(graph(app, p, s, width));
+    for a in app.affinity_changes.iter().filter(|a| a.pid == p.pid) {
+        for l in a.lines() {
+            text(&mut lines, l);
+        }
+    }
     for l in detail::body_lines(p, &cx, app.replay.is_some()) {
         text(&mut lines, l);
     }
