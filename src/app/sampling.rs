@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::export::openmetrics::RecordingHealth;
 use crate::export::serve::Endpoint;
+use crate::record::fault::Health;
 use crate::record::retention::Retention;
 use crate::record::session::Recorder;
 use crate::record::{RecordOptions, RecordSummary, SampleSource, Writer};
@@ -68,6 +70,9 @@ pub fn run_loop(
             r.push(prev.as_ref(), &cur)?;
         }
         if let Some(e) = endpoint.as_deref_mut() {
+            if let Some(r) = recorder.as_deref() {
+                e.set_recording(recording_health(r.health()));
+            }
             e.update(prev.as_ref(), &cur)?;
         }
         n += 1;
@@ -86,6 +91,15 @@ pub fn run_loop(
         if ticker.sleep(stop, end) == Wake::Stop {
             return Ok("signal");
         }
+    }
+}
+
+/// The recording's health as the scrape shows it.
+fn recording_health(h: &Health) -> RecordingHealth {
+    RecordingHealth {
+        paused: h.paused.is_some(),
+        dropped_samples: h.dropped,
+        write_errors: h.errors().map(|(f, n)| (f.label(), n)).collect(),
     }
 }
 

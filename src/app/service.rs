@@ -64,6 +64,9 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         .map(|t| record_options(cli, t))
         .transpose()?;
     let recorder = match (&target, &opts) {
+        // A service rides out disk faults (the recording pauses, the
+        // endpoint keeps answering); a one-shot run ends with the error.
+        (Some(t), Some(o)) if service => Some(Recorder::create_pausing(t, o, retention)?),
         (Some(t), Some(o)) => Some(Recorder::create(t, o, retention)?),
         _ => None,
     };
@@ -116,10 +119,16 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             }
         }
         Event::Reopened { recorder } => {
-            log::info!(target: crate::app::logger::NOTICE,
-                "SIGHUP: now recording to {}",
-                recorder.path().display()
-            );
+            if recorder.is_paused() {
+                log::info!(target: crate::app::logger::NOTICE,
+                    "SIGHUP: the recording is paused (disk fault); it begins a new part as soon as it can write"
+                );
+            } else {
+                log::info!(target: crate::app::logger::NOTICE,
+                    "SIGHUP: now recording to {}",
+                    recorder.path().display()
+                );
+            }
         }
     };
     let res = match recorder {
@@ -168,8 +177,14 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
                 format!(" in {} parts", sum.rotations + 1)
             } else {
                 String::new()
-            }
+            },
         );
+        if sum.dropped > 0 {
+            log::warn!(
+                "{} snapshots were dropped while disk faults paused the recording",
+                sum.dropped
+            );
+        }
     }
     Ok(0)
 }

@@ -129,6 +129,11 @@ impl Endpoint {
         &self.bound
     }
 
+    /// The recording's health, shown from the next [`Endpoint::update`] on.
+    pub fn set_recording(&mut self, health: openmetrics::RecordingHealth) {
+        self.opts.recording = Some(health);
+    }
+
     /// Renders the scrape for the interval `prev` → `cur`; the first call
     /// starts answering.
     pub fn update(&mut self, prev: Option<&RawSample>, cur: &RawSample) -> anyhow::Result<()> {

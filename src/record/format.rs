@@ -67,7 +67,8 @@ pub struct Meta {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct End {
     pub samples: u64,
-    /// "count", "duration", "signal", "rotated", "error".
+    /// "count", "duration", "signal", "rotated", "day", "reopen",
+    /// "paused" (a disk fault ended the part), "error".
     pub reason: String,
 }
 

@@ -4,6 +4,7 @@
 //! raw cumulative counters only ([`RawSample`]); frames are computed when the
 //! recording is read, so a later fix to the model applies to old evidence.
 
+pub mod fault;
 pub mod format;
 pub mod reader;
 pub mod retention;
@@ -69,6 +70,8 @@ pub struct RecordSummary {
     pub bytes: u64,
     pub rotations: u32,
     pub reason: String,
+    /// Snapshots a paused recording dropped (disk faults, see [`fault`]).
+    pub dropped: u64,
 }
 
 /// Longest `--duration`: about 31 years. Anything longer is a typo.

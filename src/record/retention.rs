@@ -186,6 +186,18 @@ pub fn expire_dir(
     Ok(gone)
 }
 
+/// Deletes the oldest finished part in `dir` (by the same rules as
+/// [`expire_dir`], whatever `--keep` says), to make room on a full disk.
+/// Returns its path, or `None` when only `live` is left.
+pub fn remove_oldest(dir: &Path, live: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let Some(p) = finished_parts(dir, live)?.into_iter().next() else {
+        return Ok(None);
+    };
+    std::fs::remove_file(&p.path)
+        .with_context(|| format!("retention: cannot remove {}", p.path.display()))?;
+    Ok(Some(p.path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,13 +63,14 @@ pub struct Parts {
 impl Parts {
     /// Tracks the live file `path`, created by this run as `live`.
     pub fn new(path: &Path, live: FileId) -> Parts {
-        Parts::keeping(path, live, MAX_ROTATED)
+        Parts::keeping(path, Some(live), MAX_ROTATED)
     }
 
-    /// [`Parts::new`] keeping `keep` old parts.
-    pub fn keeping(path: &Path, live: FileId, keep: u32) -> Parts {
+    /// [`Parts::new`] keeping `keep` old parts; `live` is `None` when the
+    /// first part could not be created (a service starting on a full disk).
+    pub fn keeping(path: &Path, live: Option<FileId>, keep: u32) -> Parts {
         let mut ids = vec![None; keep as usize + 1];
-        ids[0] = Some(live);
+        ids[0] = live;
         Parts {
             path: path.to_path_buf(),
             ids,
@@ -148,6 +149,20 @@ impl Parts {
         Ok(gone)
     }
 
+    /// Deletes the oldest part this run rotated (never FILE, the live
+    /// one, nor the part `spare`), to make room on a full disk. Returns
+    /// its path, or `None` when there is none left.
+    pub fn remove_oldest(&mut self, spare: Option<FileId>) -> anyhow::Result<Option<PathBuf>> {
+        let Some(k) = (1..self.ids.len())
+            .rev()
+            .find(|&k| self.ids[k].is_some() && self.ids[k] != spare)
+        else {
+            return Ok(None);
+        };
+        self.remove(k)?;
+        Ok(Some(part_path(&self.path, k as u32)))
+    }
+
     /// Deletes FILE.k if it still is the file this run wrote there.
     fn remove(&mut self, k: usize) -> anyhow::Result<()> {
         let Some(ours) = self.ids[k] else {
@@ -196,6 +211,24 @@ mod tests {
         }
         assert!(!part_path(&f, MAX_ROTATED + 1).exists());
         assert!(check_free(&f).is_err(), "parts exist now");
+    }
+
+    #[test]
+    fn making_room_deletes_the_oldest_part_never_the_live_or_spared_one() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("r");
+        let mut parts = Parts::new(&f, create(&f, "0"));
+        for i in 1..=3 {
+            parts.rotate().unwrap();
+            parts.created(create(&f, &i.to_string()));
+        }
+        // r.3 ("0") is the oldest; r.1 ("2") is spared.
+        let spare = safefile::id_of(&part_path(&f, 1)).unwrap();
+        assert_eq!(parts.remove_oldest(spare).unwrap(), Some(part_path(&f, 3)));
+        assert_eq!(parts.remove_oldest(spare).unwrap(), Some(part_path(&f, 2)));
+        assert_eq!(parts.remove_oldest(spare).unwrap(), None);
+        assert_eq!(std::fs::read_to_string(part_path(&f, 1)).unwrap(), "2");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "3");
     }
 
     #[test]

@@ -39,19 +39,33 @@ impl Writer {
     pub fn create(path: &Path, compressed: bool, sync: bool) -> anyhow::Result<Writer> {
         let out = safefile::create_output(path)
             .with_context(|| format!("cannot create recording {}", path.display()))?;
-        let mut file = out.file;
-        let head = format::file_header(compressed);
-        file.write_all(&head)
-            .with_context(|| format!("cannot write to {}", path.display()))?;
-        Ok(Writer {
+        let mut w = Writer {
             path: path.to_path_buf(),
-            file,
+            file: out.file,
             id: out.id,
             compressed,
-            bytes: head.len() as u64,
+            bytes: 0,
             samples: 0,
             sync,
-        })
+        };
+        let head = format::file_header(compressed);
+        // A full disk takes the name but not the header: a file that
+        // is not even a recording would be left, which no reader opens
+        // and no retention deletes.
+        if let Err(e) = w.file.write_all(&head) {
+            w.remove();
+            return Err(e).with_context(|| format!("cannot write to {}", path.display()));
+        }
+        w.bytes = head.len() as u64;
+        Ok(w)
+    }
+
+    /// Deletes the file again (a part that could not be begun), if the
+    /// name still is the file this writer created.
+    pub fn remove(self) {
+        if safefile::id_of(&self.path).ok().flatten() == Some(self.id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 
     /// Device and inode of the file, for rotation.
@@ -114,21 +128,37 @@ impl Writer {
         self.encode(format::TYPE_SAMPLE, s.unix_ms, &json)
     }
 
-    /// Appends one framed record in a single write, then syncs.
+    /// Appends one framed record in a single write, then syncs. When
+    /// either fails the file is cut back to the last whole record, so a
+    /// full disk leaves no half record behind and the next record (the
+    /// end record, once there is room) follows a whole one.
     pub fn write_record(&mut self, rec: &[u8]) -> anyhow::Result<u64> {
-        self.file
-            .write_all(rec)
-            .with_context(|| format!("cannot write to {}", self.path.display()))?;
-        if self.sync {
-            self.file
-                .sync_data()
-                .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        if let Err(e) = self.file.write_all(rec) {
+            self.cut_back();
+            return Err(e).with_context(|| format!("cannot write to {}", self.path.display()));
+        }
+        if self.sync
+            && let Err(e) = self.file.sync_data()
+        {
+            // The record may never reach the disk: it is not counted,
+            // and not left to look written.
+            self.cut_back();
+            return Err(e).with_context(|| format!("cannot sync {}", self.path.display()));
         }
         self.bytes += rec.len() as u64;
         if rec.get(8) == Some(&format::TYPE_SAMPLE) {
             self.samples += 1;
         }
         Ok(rec.len() as u64)
+    }
+
+    /// Drops whatever a failed write left after the last whole record.
+    /// Best effort: where even that fails (an I/O error), the reader
+    /// still reads up to the last whole record and warns of a torn tail.
+    fn cut_back(&mut self) {
+        use std::io::{Seek, SeekFrom};
+        let _ = self.file.set_len(self.bytes);
+        let _ = self.file.seek(SeekFrom::Start(self.bytes));
     }
 
     pub fn write_meta(&mut self, meta: &Meta) -> anyhow::Result<u64> {
@@ -163,16 +193,26 @@ impl Writer {
 
     /// Writes the end record; the file then reads as cleanly closed.
     pub fn finish(mut self, reason: &str) -> anyhow::Result<u64> {
+        self.end(reason)
+    }
+
+    /// [`Writer::finish`] that keeps the writer when it fails, so a part a
+    /// full disk left open can be closed once there is room again.
+    pub fn end(&mut self, reason: &str) -> anyhow::Result<u64> {
         let end = End {
             samples: self.samples,
             reason: reason.to_string(),
         };
         let json = serde_json::to_vec(&end).context("encoding end record")?;
         let rec = self.encode(format::TYPE_END, now_unix_ms(), &json)?;
+        let before = self.bytes;
         self.write_record(&rec)?;
-        self.file
-            .sync_all()
-            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        if let Err(e) = self.file.sync_all() {
+            // Tried again later, so no end record may stay behind.
+            self.bytes = before;
+            self.cut_back();
+            return Err(e).with_context(|| format!("cannot sync {}", self.path.display()));
+        }
         Ok(self.bytes)
     }
 }

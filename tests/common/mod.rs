@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod calibration;
+pub mod mount;
 pub mod netns;
 pub mod parked;
 pub mod plan_scene;

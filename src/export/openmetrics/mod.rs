@@ -101,6 +101,21 @@ pub struct Options {
     pub exclude: BTreeSet<&'static str>,
     /// Per-CPU families per CPU, or folded into NUMA nodes.
     pub cpu_series: CpuSeries,
+    /// The health of the recording made beside the endpoint (`--record`
+    /// with `--serve`), as of the last sample; `None` without one.
+    pub recording: Option<RecordingHealth>,
+}
+
+/// What `nettop_recording_*` shows: whether disk faults paused the
+/// recording, and what they cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordingHealth {
+    pub paused: bool,
+    /// Snapshots not recorded while paused.
+    pub dropped_samples: u64,
+    /// Failed writes by reason: a fixed, small set of labels, each always
+    /// present so a series never appears out of nowhere.
+    pub write_errors: Vec<(&'static str, u64)>,
 }
 
 /// The `cpu` series of the per-CPU families (`--metrics-cpu`): about 30
@@ -136,6 +151,7 @@ impl Options {
             top_cgroups,
             exclude: BTreeSet::new(),
             cpu_series: CpuSeries::PerCpu,
+            recording: None,
         }
     }
 }
@@ -149,6 +165,7 @@ impl Default for Options {
             top_cgroups: 50,
             exclude: BTreeSet::new(),
             cpu_series: CpuSeries::PerCpu,
+            recording: None,
         }
     }
 }

@@ -10,7 +10,7 @@ mod netcost;
 mod node;
 mod scrape;
 
-use super::{CpuSeries, Family, Kind, Options};
+use super::{CpuSeries, Family, Kind, Options, RecordingHealth};
 use crate::sample::{
     CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, HostInfo, RawSample, SOFTIRQ_NAMES, Source,
 };
@@ -140,6 +140,10 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_bpf_recursion_misses", NO, "BPF programs skipped because another ran on the CPU", |s, o| health(s, o, |h| h.recursion_misses as f64)),
     def(Counter, "nettop_bpf_program_run_seconds", S, "Run time of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| secs(p.run_time_ns))),
     def(Counter, "nettop_bpf_program_runs", NO, "Runs of nettop's BPF programs (with --bpf-stats)", |s, o| per_program(s, o, |p| p.run_cnt as f64)),
+    // The recording beside the endpoint (--record with --serve).
+    def(Gauge, "nettop_recording_paused", NO, "1 while a disk fault (full, quota, read-only, I/O error) keeps the recording from writing; it resumes on its own", |s, o| recording(s, o, |r| f64::from(u8::from(r.paused)))),
+    def(Counter, "nettop_recording_dropped_samples", NO, "Snapshots not recorded because the recording was paused", |s, o| recording(s, o, |r| r.dropped_samples as f64)),
+    def(Counter, "nettop_recording_write_errors", NO, "Writes to the recording that failed, by reason (no_space, quota, read_only, io_error)", recording_write_errors),
     cpu(Gauge, "nettop_cpu_own_bpf_ratio", NO, "nettop's own BPF run time on the CPU over the last interval, fraction of the CPU (with --bpf-stats): each program's run time shared out by its runs there (per node: summed over its CPUs)", Sum, cpu_own_bpf),
     // The cost of a received packet over the last interval (model::cost).
     def(Gauge, "nettop_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet over the last interval, all CPUs", netcost::host_per_packet),
@@ -168,6 +172,18 @@ fn host(s: &Scrape, o: &mut Samples) {
         ("source", source.to_string()),
     ];
     o.push((labels, 1.0));
+}
+
+fn recording(s: &Scrape, o: &mut Samples, f: impl Fn(&RecordingHealth) -> f64) {
+    if let Some(r) = s.recording {
+        o.push((vec![], f(r)));
+    }
+}
+
+fn recording_write_errors(s: &Scrape, o: &mut Samples) {
+    for (reason, n) in s.recording.iter().flat_map(|r| &r.write_errors) {
+        o.push((vec![("reason", reason.to_string())], *n as f64));
+    }
 }
 
 fn calibration_hidden(s: &Scrape, o: &mut Samples) {

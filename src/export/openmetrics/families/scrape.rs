@@ -42,6 +42,8 @@ pub(super) struct Scrape<'a> {
     /// The model's network figures over `prev` → `cur` (cost per packet,
     /// devices with their configuration); `None` for the first sample.
     pub(super) net: Option<crate::model::frame::Frame>,
+    /// The recording beside the endpoint, if any.
+    pub(super) recording: Option<&'a super::super::RecordingHealth>,
 }
 
 #[derive(Default)]
@@ -67,7 +69,7 @@ impl<'a> Scrape<'a> {
         host: &'a HostInfo,
         prev: Option<&RawSample>,
         cur: &'a RawSample,
-        opts: &Options,
+        opts: &'a Options,
     ) -> Self {
         let mut napi: BTreeMap<(String, u32), NapiSum> = BTreeMap::new();
         for n in &cur.napi {
@@ -104,6 +106,7 @@ impl<'a> Scrape<'a> {
             devices,
             tasks: top_tasks(prev, cur, opts),
             net,
+            recording: opts.recording.as_ref(),
         }
     }
 
