@@ -188,6 +188,58 @@ fn replay_and_export_print_the_same_frames() {
     );
 }
 
+/// A sample moved later in the file (checksums intact) goes back in time.
+/// Replay warned, then made it a new baseline: the next frame spanned the
+/// frames already printed. Now it is skipped like a damaged sample, once,
+/// and counted in the last line.
+#[test]
+fn a_sample_moved_later_is_skipped_and_no_frame_overlaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("moved.rec");
+    let order = [1, 2, 4, 5, 3, 6, 7, 8u64];
+    synth::write_recording(&p, false, 2, order.map(|k| synth::sample(k, 3, 2))).unwrap();
+    let f = p.to_str().unwrap();
+    let seq = |k: u64| synth::sample(k, 3, 2).seq;
+    for args in [
+        vec!["--replay", f, "-b", "--json"],
+        vec!["--replay", f, "--export", "json"],
+    ] {
+        let out = output_within(nettop().args(&args), LIMIT, &format!("{args:?}"));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        // (seq, start ms, end ms) of every frame.
+        let frames: Vec<(u64, f64, f64)> = stdout(&out)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let end = v["unix_ms"].as_u64().unwrap() as f64;
+                let start = end - v["interval_s"].as_f64().unwrap() * 1000.0;
+                (v["seq"].as_u64().unwrap(), start, end)
+            })
+            .collect();
+        // 2→4 spans the moved sample's interval, as a bridge does.
+        let ends: Vec<u64> = frames.iter().map(|f| f.0).collect();
+        assert_eq!(ends, [2, 4, 5, 6, 7, 8].map(seq), "{args:?}: {err}");
+        for w in frames.windows(2) {
+            assert!(
+                w[1].1 >= w[0].2 - 1e-3,
+                "{args:?}: frame ending at seq {} overlaps the one before: {frames:?}",
+                w[1].0
+            );
+        }
+        let warned: Vec<&str> = err.lines().filter(|l| l.contains("out of order")).collect();
+        assert_eq!(warned.len(), 2, "{args:?}: one warning, one summary: {err}");
+        assert!(
+            warned[0].contains("sample 4:") && warned[0].contains("sample skipped"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            warned[1].contains("1 sample(s) out of order skipped"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// Item 6: a crafted 128 MB recording kept replay at 100 % CPU for over
 /// 60 s: resync checksummed up to 64 MiB per candidate header. Here 8 MiB of
 /// overlapping candidates, each claiming to run to the end of the file.

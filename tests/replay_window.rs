@@ -29,7 +29,8 @@ fn recording(p: &Path) {
 
 fn window(rec: &Recording, b: Option<&str>, e: Option<&str>) -> anyhow::Result<(usize, usize)> {
     let p = |s: &str| parse_time("t", s).unwrap();
-    rec.window(b.map(p), e.map(p)).map(|r| (r.start, r.end))
+    rec.window(b.map(p), e.map(p))
+        .map(|w| (w.span.start, w.span.end))
 }
 
 #[test]
@@ -127,4 +128,131 @@ fn export_and_batch_replay_honour_the_window() {
         "no replay",
     );
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Samples a second apart (`synth::sample(k)` is taken at k s), written in
+/// `order`.
+fn written_in(p: &Path, order: &[u64]) {
+    synth::write_recording(p, false, 2, order.iter().map(|&k| synth::sample(k, 3, 2))).unwrap();
+}
+
+/// JSON frames of `args`: (exit code, seq of each frame, stderr).
+fn json_frames(args: &[&str]) -> (Option<i32>, Vec<u64>, String) {
+    let out = output_within(nettop().args(args), LIMIT, &format!("{args:?}"));
+    let seqs = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["seq"].as_u64().unwrap()
+        })
+        .collect();
+    (out.status.code(), seqs, stderr(&out))
+}
+
+/// A window counted a span of file positions found by binary search, as if
+/// file order were time order: with one record written early, `--begin
+/// +2s --end +4s` missed samples that lie in it. It counts by time now.
+#[test]
+fn a_window_counts_the_samples_whose_time_lies_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.rec");
+    // The sample taken at 7 s written third.
+    let order = [1, 2, 7, 3, 4, 5, 6, 8];
+    written_in(&f, &order);
+    let rec = Recording::open(&f).unwrap();
+    // Every window of whole seconds from the start, against a count by
+    // hand: sample k is taken k - 1 s after the first.
+    for b in 0..=8u64 {
+        for e in b..=8u64 {
+            let want = order
+                .iter()
+                .filter(|&&k| (b..=e).contains(&(k - 1)))
+                .count();
+            let (bs, es) = (format!("+{b}s"), format!("+{e}s"));
+            match window(&rec, Some(&bs), Some(&es)) {
+                Ok(_) => {
+                    let w = rec
+                        .window(parse_time("t", &bs).ok(), parse_time("t", &es).ok())
+                        .unwrap();
+                    assert_eq!(w.count(&rec), want, "{bs} {es}");
+                }
+                Err(err) => {
+                    assert!(want < 2, "{bs} {es}: {err}");
+                    assert!(
+                        err.to_string().contains(&format!("{want} sample(s)")),
+                        "{err}"
+                    );
+                }
+            }
+        }
+    }
+    let r = f.to_str().unwrap();
+    let seq = |k: u64| synth::sample(k, 3, 2).seq;
+    // Samples 3, 4 and 5: frames end at 4 and 5, and nothing is skipped.
+    for mode in ["-b", "--export"] {
+        let mut args = vec!["--replay", r, "--begin", "+2s", "--end", "+4s", mode];
+        args.push(if mode == "-b" { "--json" } else { "json" });
+        let (code, seqs, err) = json_frames(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert_eq!(seqs, [4, 5].map(seq), "{args:?}: {err}");
+    }
+}
+
+/// `--end` before `--begin` said "0 sample(s) between" the two times.
+#[test]
+fn end_before_begin_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.rec");
+    written_in(&f, &[1, 2, 3, 4, 5, 6, 7, 8]);
+    let r = f.to_str().unwrap();
+    for mode in [&["-b"][..], &["--export", "json"]] {
+        let mut args = vec!["--replay", r, "--begin", "+5s", "--end", "+1s"];
+        args.extend(mode);
+        let (code, seqs, err) = json_frames(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(seqs.is_empty());
+        assert!(
+            err.contains("--end (2023-11-14T22:13:22Z) is before --begin (2023-11-14T22:13:26Z)"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `+0s` is the start of the recording and `-0` its end; both were
+/// refused as "must be more than zero".
+#[test]
+fn plus_zero_is_the_start_and_minus_zero_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.rec");
+    written_in(&f, &[1, 2, 3, 4, 5]);
+    let rec = Recording::open(&f).unwrap();
+    assert_eq!(window(&rec, Some("+0s"), Some("-0")).unwrap(), (0, 5));
+    assert_eq!(window(&rec, Some("+0"), Some("+1s")).unwrap(), (0, 2));
+    let r = f.to_str().unwrap();
+    let (code, seqs, err) = json_frames(&[
+        "--replay", r, "-b", "--json", "--begin", "+0s", "--end", "-0",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(seqs.len(), 4, "{err}");
+}
+
+/// A sample time past year 9999 (a crafted header, checksum intact) made
+/// the window's message panic while writing the recording's span.
+#[test]
+fn a_time_past_year_9999_is_shown_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.rec");
+    let samples = (1..=4u64).map(|k| {
+        let mut s = synth::sample(k, 3, 2);
+        if k == 4 {
+            s.unix_ms = 300_000_000_000_000;
+        }
+        s
+    });
+    synth::write_recording(&f, false, 2, samples).unwrap();
+    let r = f.to_str().unwrap();
+    let (code, _, err) = json_frames(&["--replay", r, "-b", "--json", "--begin", "-1s"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("300000000000000 ms after 1970"), "{err}");
 }

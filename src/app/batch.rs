@@ -141,7 +141,7 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             rec.len()
         );
     }
-    let span = options::replay_window(cli, &rec)?;
+    let window = options::replay_window(cli, &rec)?;
     let host = rec.host().clone();
     // The recording carries UIDs only: names from this machine, if it is
     // the one that recorded.
@@ -149,10 +149,11 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
     let stdout = io::stdout();
     let mut sink = Sink::new(stdout.lock(), cli, &host, names);
     let limit = cli.iterations.unwrap_or(u64::MAX);
+    let mut out_of_order = 0;
     if limit > 0 {
         let walked = walk::frames_in(
             &rec,
-            span,
+            window,
             |_, frame| {
                 Ok(match sink.emit(&frame)? {
                     Emit::Closed => ControlFlow::Break(()),
@@ -163,12 +164,10 @@ pub fn run_replay(cli: &Cli, file: &Path) -> anyhow::Result<u8> {
             &mut |s| eprintln!("nettop: warning: {s}"),
         )?;
         damaged += walked.bad;
+        out_of_order = walked.out_of_order;
     }
-    if damaged > 0 {
-        eprintln!(
-            "nettop: {}: {damaged} corrupted record(s) skipped; printed the rest",
-            file.display()
-        );
+    if let Some(skipped) = walk::skipped_summary(damaged, out_of_order) {
+        eprintln!("nettop: {}: {skipped}; printed the rest", file.display());
         return Ok(2);
     }
     Ok(0)

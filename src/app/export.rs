@@ -30,7 +30,7 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
     if fmt != ExportFormat::Openmetrics && rec.len() < 2 {
         bail!("{name}: only one snapshot; a frame needs two consecutive snapshots");
     }
-    let span = options::replay_window(cli, &rec)?;
+    let window = options::replay_window(cli, &rec)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut warn = |s: &walk::Skip| eprintln!("nettop: warning: {s}");
@@ -38,7 +38,7 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
     let res = match fmt {
         ExportFormat::Json => walk::frames_in(
             &rec,
-            span.clone(),
+            window.clone(),
             |_, fr| {
                 serde_json::to_writer(&mut out, &fr)?;
                 out.write_all(b"\n")?;
@@ -50,7 +50,7 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
             writeln!(out, "{}", crate::export::CSV_HEADER).map_err(anyhow::Error::from)?;
             walk::frames_in(
                 &rec,
-                span.clone(),
+                window.clone(),
                 |_, fr| {
                     out.write_all(crate::export::csv_rows(&fr, cli.threads, cli.rows).as_bytes())?;
                     Ok(ControlFlow::Continue(()))
@@ -64,7 +64,7 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
             let mut series = crate::export::openmetrics::Series::default();
             let walked = walk::pairs_in(
                 &rec,
-                span,
+                window,
                 |_, prev, cur| {
                     series.add(
                         crate::export::openmetrics::families(&host, prev, cur, &opts),
@@ -81,18 +81,19 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
         }
     };
     let flushed = out.flush();
-    match res {
-        Ok(w) => corrupt += w.bad,
+    let walked = match res {
+        Ok(w) => w,
         Err(e) if is_broken_pipe(&e) => return Ok(0),
         Err(e) => return Err(e),
-    }
+    };
+    corrupt += walked.bad;
     if let Err(e) = flushed
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return Err(e.into());
     }
-    if corrupt > 0 {
-        eprintln!("nettop: {name}: {corrupt} corrupted record(s) skipped; exported the rest");
+    if let Some(skipped) = walk::skipped_summary(corrupt, walked.out_of_order) {
+        eprintln!("nettop: {name}: {skipped}; exported the rest");
         return Ok(2);
     }
     Ok(0)

@@ -76,9 +76,9 @@ pub fn interval(cli: &Cli) -> Duration {
 pub fn replay_window(
     cli: &Cli,
     rec: &crate::record::Recording,
-) -> anyhow::Result<std::ops::Range<usize>> {
+) -> anyhow::Result<crate::record::Window> {
     if cli.begin.is_none() && cli.end.is_none() {
-        return Ok(0..rec.len());
+        return Ok(rec.all());
     }
     rec.window(cli.begin, cli.end)
 }

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use format::Meta;
-pub use reader::{Recording, Warning, WarningKind};
+pub use reader::{Recording, Warning, WarningKind, Window};
 pub use rotate::MAX_ROTATED;
 pub use writer::Writer;
 

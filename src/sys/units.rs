@@ -15,10 +15,21 @@ use std::time::Duration;
 /// with a message that says what is accepted. `what` names the option in
 /// the message (`--duration`, `-d`).
 pub fn parse_duration(what: &str, s: &str, max: Duration) -> Result<Duration, String> {
+    let d = length(what, s, s, max)?;
+    if d.is_zero() {
+        return Err(format!("{what} '{s}': must be more than zero"));
+    }
+    Ok(d)
+}
+
+/// The duration syntax with zero allowed: how far, where nothing says it
+/// must be more than nothing (an offset: `+0s` is the start itself).
+/// `shown` is the input as the message quotes it (with its sign).
+fn length(what: &str, shown: &str, s: &str, max: Duration) -> Result<Duration, String> {
     let t = s.trim();
     let bad = || {
         format!(
-            "{what} '{s}': expected a duration like 500ms, 30s, 10m, 1h30m or 2d (a bare number is seconds)"
+            "{what} '{shown}': expected a duration like 500ms, 30s, 10m, 1h30m or 2d (a bare number is seconds)"
         )
     };
     if t.is_empty() {
@@ -27,17 +38,14 @@ pub fn parse_duration(what: &str, s: &str, max: Duration) -> Result<Duration, St
     let d = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         let secs: f64 = t.parse().map_err(|_| bad())?;
         if secs > max.as_secs_f64() {
-            return Err(too_long(what, s, max));
+            return Err(too_long(what, shown, max));
         }
         Duration::try_from_secs_f64(secs).map_err(|_| bad())?
     } else {
         humantime::parse_duration(t).map_err(|_| bad())?
     };
-    if d.is_zero() {
-        return Err(format!("{what} '{s}': must be more than zero"));
-    }
     if d > max {
-        return Err(too_long(what, s, max));
+        return Err(too_long(what, shown, max));
     }
     Ok(d)
 }
@@ -50,7 +58,8 @@ fn too_long(what: &str, s: &str, max: Duration) -> String {
 }
 
 /// A signed offset for jumping in a recording: `+30s`, `-10m`, `+1h30m`
-/// (no sign means forward). Returns (forward?, magnitude).
+/// (no sign means forward). Returns (forward?, magnitude). Zero is an
+/// offset like any other: `+0s` is the point it counts from.
 pub fn parse_offset(what: &str, s: &str, max: Duration) -> Result<(bool, Duration), String> {
     let t = s.trim();
     let (fwd, body) = match t.as_bytes().first() {
@@ -58,7 +67,7 @@ pub fn parse_offset(what: &str, s: &str, max: Duration) -> Result<(bool, Duratio
         Some(b'-') => (false, &t[1..]),
         _ => (true, t),
     };
-    parse_duration(what, body, max).map(|d| (fwd, d))
+    length(what, t, body, max).map(|d| (fwd, d))
 }
 
 /// A point in a recording, in the one time syntax of the replay `T` prompt
@@ -74,8 +83,9 @@ pub enum TimeSpec {
     At(u64),
 }
 
-/// Farther than any recording reaches; longer offsets are typos.
-const TIME_MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+/// Farther than any recording reaches; longer offsets are typos. A round
+/// 100 years as the message prints it (humantime's year is 365.25 days).
+const TIME_MAX: Duration = Duration::from_secs(3_155_760_000);
 
 /// Parses a [`TimeSpec`]; `what` names the option or prompt in messages.
 pub fn parse_time(what: &str, s: &str) -> Result<TimeSpec, String> {
@@ -164,6 +174,28 @@ pub fn parse_size(what: &str, s: &str, min: u64, max: u64) -> Result<u64, String
     Ok(v)
 }
 
+/// A number from input, for a message: in full when that is short (`0.01`,
+/// `3600`), otherwise rounded to six decimals, or to six significant
+/// digits in exponent form when large or small (`1e308`, not 309 digits).
+/// For every message that quotes a number it refuses.
+pub fn human_number(v: f64) -> String {
+    let plain = v.to_string();
+    if plain.len() <= 12 || !v.is_finite() {
+        return plain;
+    }
+    let a = v.abs();
+    if (1e-4..1e12).contains(&a) {
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        let s = format!("{v:.5e}");
+        match s.split_once('e') {
+            Some((m, e)) => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+            None => s,
+        }
+    }
+}
+
 /// Bytes in the largest binary unit that divides them, for messages.
 pub fn human_bytes(v: u64) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
@@ -204,11 +236,52 @@ mod tests {
     #[test]
     fn offsets() {
         let p = |s| parse_offset("T", s, DAY);
+        // Zero is the point an offset counts from: the start, or the end.
+        assert_eq!(p("+0s"), Ok((true, Duration::ZERO)));
+        assert_eq!(p("-0"), Ok((false, Duration::ZERO)));
+        assert_eq!(p("+0"), Ok((true, Duration::ZERO)));
+        assert!(p("+2d").unwrap_err().contains("'+2d'"), "{:?}", p("+2d"));
         assert_eq!(p("+1h30m"), Ok((true, Duration::from_secs(5400))));
         assert_eq!(p("-10m"), Ok((false, Duration::from_secs(600))));
         assert_eq!(p("+1.5"), Ok((true, Duration::from_millis(1500))));
         assert!(p("-").is_err());
         assert!(p("+-1s").is_err());
+    }
+
+    /// Zero is a point in time, never a duration: the same syntax still
+    /// refuses it where a length is asked for.
+    #[test]
+    fn zero_is_a_time_not_a_duration() {
+        assert!(parse_time("t", "+0s").is_ok());
+        assert!(parse_time("t", "-0").is_ok());
+        for z in ["0", "0s", "0ms", "0.0"] {
+            let e = parse_duration("--keep-for", z, DAY).unwrap_err();
+            assert!(e.contains("must be more than zero"), "{z}: {e}");
+        }
+        assert!(
+            parse_time("t", "+200y")
+                .unwrap_err()
+                .contains("at most 100years"),
+            "{:?}",
+            parse_time("t", "+200y")
+        );
+    }
+
+    #[test]
+    fn numbers_in_messages_stay_short() {
+        assert_eq!(human_number(0.01), "0.01");
+        assert_eq!(human_number(3600.0), "3600");
+        assert_eq!(human_number(1e308), "1e308");
+        assert_eq!(human_number(-1.5e300), "-1.5e300");
+        assert_eq!(human_number(1e-300), "1e-300");
+        assert_eq!(human_number(0.1 + 0.2), "0.3");
+        assert_eq!(human_number(f64::NAN), "NaN");
+        assert_eq!(human_number(f64::INFINITY), "inf");
+        assert!(
+            human_number(f64::MAX).len() < 16,
+            "{}",
+            human_number(f64::MAX)
+        );
     }
 
     #[test]

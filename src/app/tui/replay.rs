@@ -249,37 +249,41 @@ pub(crate) fn replay_loop<S: FrameSource>(
 }
 
 /// Frames of a recording, computed by [`crate::record::walk`]'s policy (so
-/// `-b` and `--export` show the same), over the samples of `span`
-/// (`--begin`/`--end`): frame `i` ends at sample `span.start + i + 1`.
+/// `-b` and `--export` show the same), over the samples of `window`
+/// (`--begin`/`--end`): frame `i` ends at sample `window.span.start + i + 1`.
 struct RecordingFrames {
     rec: crate::record::Recording,
-    span: std::ops::Range<usize>,
+    window: crate::record::Window,
     /// The recorded device configuration, parsed once for every jump.
     topo: Option<crate::topology::HostTopology>,
 }
 
 impl RecordingFrames {
-    fn new(rec: crate::record::Recording, span: std::ops::Range<usize>) -> RecordingFrames {
+    fn new(rec: crate::record::Recording, window: crate::record::Window) -> RecordingFrames {
         let topo = crate::record::walk::recorded_topology(&rec);
-        RecordingFrames { rec, span, topo }
+        RecordingFrames { rec, window, topo }
     }
 }
 
 impl FrameSource for RecordingFrames {
     fn len(&self) -> usize {
-        self.span.len().saturating_sub(1)
+        self.window.span.len().saturating_sub(1)
     }
     fn frame(&mut self, i: usize) -> anyhow::Result<Frame> {
-        crate::record::walk::frame_ending_at(&self.rec, self.span.start + i + 1, self.topo.as_ref())
+        crate::record::walk::frame_ending_at_in(
+            &self.rec,
+            &self.window,
+            self.window.span.start + i + 1,
+            self.topo.as_ref(),
+        )
     }
+    /// By the samples' times, not their order in the file.
     fn index_at(&self, unix_ms: u64) -> Option<usize> {
-        let last = self.span.end.saturating_sub(1).max(self.span.start);
         let k = self
             .rec
-            .index_at(unix_ms)
-            .unwrap_or(0)
-            .clamp(self.span.start, last);
-        Some((k - self.span.start).saturating_sub(1))
+            .index_at_in(&self.window, unix_ms)
+            .unwrap_or(self.window.span.start);
+        Some((k - self.window.span.start).saturating_sub(1))
     }
     /// Through [`crate::record::walk::frames_in`], from before the
     /// `--begin` window too: history is what came before, window or not.
@@ -291,7 +295,7 @@ impl FrameSource for RecordingFrames {
     ) -> anyhow::Result<()> {
         // Frame `i` ends at sample `end`; the n before it end at the n
         // samples before, and the first of them needs a baseline before it.
-        let end = self.span.start + i + 1;
+        let end = self.window.span.start + i + 1;
         let from = end.saturating_sub(n + 1);
         crate::record::walk::frames_in(&self.rec, from..end, |_, frame| Ok(f(frame)), &mut |_| {})?;
         Ok(())
@@ -303,7 +307,7 @@ impl FrameSource for RecordingFrames {
 pub(super) fn open_replay(
     cli: &Cli,
     file: &Path,
-) -> anyhow::Result<(crate::record::Recording, std::ops::Range<usize>)> {
+) -> anyhow::Result<(crate::record::Recording, crate::record::Window)> {
     let rec = crate::record::Recording::open(file)?;
     if rec.len() < 2 {
         anyhow::bail!(
@@ -312,8 +316,8 @@ pub(super) fn open_replay(
             rec.len()
         );
     }
-    let span = options::replay_window(cli, &rec)?;
-    Ok((rec, span))
+    let window = options::replay_window(cli, &rec)?;
+    Ok((rec, window))
 }
 
 /// Starts the replay cursor over an opened recording.
@@ -321,7 +325,7 @@ pub(super) fn start_replay(
     cli: &Cli,
     file: &Path,
     rec: crate::record::Recording,
-    span: std::ops::Range<usize>,
+    window: crate::record::Window,
 ) -> anyhow::Result<Channels> {
     let names = crate::sys::users::for_recording(&rec.host().hostname);
     let warnings: Vec<String> = rec.warnings().iter().map(|w| w.message.clone()).collect();
@@ -361,7 +365,9 @@ pub(super) fn start_replay(
     });
     let delay = cli.delay();
     let warn = tx.clone();
-    std::thread::spawn(move || replay_loop(RecordingFrames::new(rec, span), delay, names, crx, tx));
+    std::thread::spawn(move || {
+        replay_loop(RecordingFrames::new(rec, window), delay, names, crx, tx)
+    });
     Ok((rx, ctx, warn))
 }
 
@@ -546,6 +552,38 @@ mod tests {
         assert_eq!(history_frames(Duration::from_secs(2)), 0);
     }
 
+    /// A jump to a time lands on the sample taken last at or before it,
+    /// by time rather than by position: a binary search over a file with
+    /// a record moved later landed elsewhere.
+    #[test]
+    fn recording_frames_seek_by_time_not_file_order() {
+        use crate::record::synth;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.rec");
+        let order = [1, 2, 4, 5, 3, 6, 7, 8u64];
+        synth::write_recording(&p, false, 2, order.map(|k| synth::sample(k, 3, 2))).unwrap();
+        let rec = crate::record::Recording::open(&p).unwrap();
+        let time = |k: u64| synth::sample(k, 3, 2).unix_ms;
+        let src = RecordingFrames::new(rec, (0..8).into());
+        for (pos, &k) in order.iter().enumerate() {
+            // Frame i ends at sample i + 1.
+            let want = pos.saturating_sub(1);
+            assert_eq!(src.index_at(time(k) + 500), Some(want), "sample {k}");
+        }
+        assert_eq!(src.index_at(0), Some(0));
+        assert_eq!(src.index_at(u64::MAX), Some(6));
+        // In a window of samples 2..=4 (positions 1, 2 and 4; 5 at 3 is
+        // not in it), 5's time is past its end: its last sample, 4.
+        let w = crate::record::Window {
+            span: 1..5,
+            ms: time(2)..=time(4),
+        };
+        let rec = crate::record::Recording::open(&p).unwrap();
+        let src = RecordingFrames::new(rec, w);
+        assert_eq!(src.index_at(time(5)), Some(0));
+        assert_eq!(src.index_at(time(3)), Some(2));
+    }
+
     /// A recording's frames before a replay frame are the walk's, from
     /// before the `--begin` window too.
     #[test]
@@ -555,7 +593,7 @@ mod tests {
         let p = d.path().join("h.rec");
         synth::write_recording(&p, false, 2, (1..=12).map(|k| synth::sample(k, 3, 2))).unwrap();
         let rec = crate::record::Recording::open(&p).unwrap();
-        let mut src = RecordingFrames::new(rec, 4..12);
+        let mut src = RecordingFrames::new(rec, (4..12).into());
         let mut got = Vec::new();
         src.frames_before(2, 5, &mut |f| {
             got.push(f);

@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::ops::{Range, RangeInclusive};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,46 @@ pub enum WarningKind {
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "offset {}: {}", self.offset, self.message)
+    }
+}
+
+/// The samples a replay covers: those at the positions of `span` whose
+/// time (the index's wall clock) lies in `ms`. File order need not be time
+/// order, so a position inside `span` can hold a sample from outside `ms`;
+/// it is not part of the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub span: Range<usize>,
+    pub ms: RangeInclusive<u64>,
+}
+
+impl Window {
+    /// Whether sample `i` of `rec` is in the window.
+    pub fn contains(&self, rec: &Recording, i: usize) -> bool {
+        self.span.contains(&i) && rec.unix_ms(i).is_some_and(|t| self.ms.contains(&t))
+    }
+
+    /// The positions of the window's samples, in file order.
+    pub fn positions<'a>(
+        &'a self,
+        rec: &'a Recording,
+    ) -> impl DoubleEndedIterator<Item = usize> + 'a {
+        self.span.clone().filter(move |&i| self.contains(rec, i))
+    }
+
+    /// How many samples lie in the window.
+    pub fn count(&self, rec: &Recording) -> usize {
+        self.positions(rec).count()
+    }
+}
+
+/// The samples at these positions, whatever their time.
+impl From<Range<usize>> for Window {
+    fn from(span: Range<usize>) -> Window {
+        Window {
+            span,
+            ms: 0..=u64::MAX,
+        }
     }
 }
 
@@ -226,22 +267,19 @@ impl Recording {
     pub fn unix_ms(&self, i: usize) -> Option<u64> {
         self.samples.get(i).map(|e| e.unix_ms)
     }
-    /// The samples between `begin` and `end` (`--begin`/`--end`), as an
-    /// index range. A clock time is the first such time at or after the
-    /// recording's start (for `end`: at or after the window's begin), so a
-    /// recording that runs past midnight reads `--begin 01:00` as the
-    /// night's; `+D` counts from the first sample, `-D` back from the last.
-    /// An error when the window holds fewer than two samples (no frame),
-    /// saying what the recording covers.
-    pub fn window(
-        &self,
-        begin: Option<TimeSpec>,
-        end: Option<TimeSpec>,
-    ) -> anyhow::Result<std::ops::Range<usize>> {
-        let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) else {
+    /// The samples between `begin` and `end` (`--begin`/`--end`): those
+    /// whose time lies between them, wherever they are in the file (a
+    /// moved record puts file order and time order apart). A clock time is
+    /// the first such time at or after the recording's start (for `end`:
+    /// at or after the window's begin), so a recording that runs past
+    /// midnight reads `--begin 01:00` as the night's; `+D` counts from the
+    /// earliest sample, `-D` back from the latest. An error when `end` is
+    /// before `begin`, or when the window holds fewer than two samples (no
+    /// frame), saying what the recording covers.
+    pub fn window(&self, begin: Option<TimeSpec>, end: Option<TimeSpec>) -> anyhow::Result<Window> {
+        let Some((first, last)) = self.time_span() else {
             bail!("{}: the recording holds no snapshots", self.path.display());
         };
-        let (first, last) = (first.unix_ms, last.unix_ms);
         let at_or_after = |t: TimeSpec, from: u64| -> u64 {
             let base = match t {
                 TimeSpec::Offset(false, _) => last,
@@ -255,31 +293,102 @@ impl Recording {
         };
         let b = begin.map_or(first, |t| at_or_after(t, first));
         let e = end.map_or(last, |t| at_or_after(t, b));
-        let lo = self.samples.partition_point(|s| s.unix_ms < b);
-        let hi = self.samples.partition_point(|s| s.unix_ms <= e);
-        if hi < lo + 2 {
+        if begin.is_some() && end.is_some() && e < b {
             bail!(
-                "{}: {} sample(s) between {} and {} (a frame needs two); the recording runs from \
+                "{}: --end ({}) is before --begin ({}); the recording runs from {} to {}",
+                self.path.display(),
+                utc(e),
+                utc(b),
+                utc(first),
+                utc(last)
+            );
+        }
+        let mut w = Window {
+            span: 0..0,
+            ms: b..=e,
+        };
+        let mut inside = (0..self.len()).filter(|&i| w.ms.contains(&self.samples[i].unix_ms));
+        let (lo, mut hi, mut n) = match inside.next() {
+            Some(i) => (i, i, 1),
+            None => (0, 0, 0),
+        };
+        for i in inside {
+            hi = i;
+            n += 1;
+        }
+        if n < 2 {
+            bail!(
+                "{}: {n} sample(s) between {} and {} (a frame needs two); the recording runs from \
                  {} to {}",
                 self.path.display(),
-                hi.saturating_sub(lo),
                 utc(b),
                 utc(e),
                 utc(first),
                 utc(last)
             );
         }
-        Ok(lo..hi)
+        w.span = lo..hi + 1;
+        Ok(w)
     }
 
-    /// Index of the last sample taken at or before `unix_ms` (the first
-    /// sample if all are later): "jump to time".
+    /// Every sample of the recording, as a [`Window`].
+    pub fn all(&self) -> Window {
+        Window::from(0..self.len())
+    }
+
+    /// The times of the earliest and the latest intact sample. A time in
+    /// the index comes from a header not yet checksummed, so the extremes
+    /// are checked: one flipped bit in one header must not move the
+    /// recording's start or end by years.
+    fn time_span(&self) -> Option<(u64, u64)> {
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.sort_by_key(|&i| (self.samples[i].unix_ms, i));
+        let first = order.iter().find(|&&i| self.intact(i)).or(order.first())?;
+        let last = order
+            .iter()
+            .rev()
+            .find(|&&i| self.intact(i))
+            .or(order.last())?;
+        Some((self.samples[*first].unix_ms, self.samples[*last].unix_ms))
+    }
+
+    /// Whether sample `i`'s checksum holds (without decoding it).
+    fn intact(&self, i: usize) -> bool {
+        self.samples.get(i).is_some_and(|e| {
+            self.stored_crc(e.offset).is_ok_and(|crc| {
+                let h = RecordHeader {
+                    len: e.len,
+                    rtype: format::TYPE_SAMPLE,
+                    encoding: e.encoding,
+                    unix_ms: e.unix_ms,
+                    crc,
+                };
+                self.payload(e.offset, &h).is_ok()
+            })
+        })
+    }
+
+    /// Index of the sample taken last at or before `unix_ms` (the earliest
+    /// sample if all are later): "jump to time". By time, not by file
+    /// order.
     pub fn index_at(&self, unix_ms: u64) -> Option<usize> {
-        if self.samples.is_empty() {
-            return None;
+        self.index_at_in(&self.all(), unix_ms)
+    }
+
+    /// [`Recording::index_at`] among the samples of `w`.
+    pub fn index_at_in(&self, w: &Window, unix_ms: u64) -> Option<usize> {
+        let t = |i: usize| self.samples[i].unix_ms;
+        let mut at_or_before: Option<usize> = None;
+        let mut earliest: Option<usize> = None;
+        for i in w.positions(self) {
+            if t(i) <= unix_ms && at_or_before.is_none_or(|j| t(i) >= t(j)) {
+                at_or_before = Some(i);
+            }
+            if earliest.is_none_or(|j| t(i) < t(j)) {
+                earliest = Some(i);
+            }
         }
-        let n = self.samples.partition_point(|e| e.unix_ms <= unix_ms);
-        Some(n.saturating_sub(1))
+        at_or_before.or(earliest)
     }
 
     /// Decodes sample `i`, verifying its checksum.
@@ -383,10 +492,21 @@ fn read_up_to(f: &File, off: u64, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// `unix_ms` as an RFC 3339 UTC time, seconds precision.
+/// `unix_ms` as an RFC 3339 UTC time, to the second unless that would
+/// hide the difference (`--begin +1.5s`).
+/// Times past what RFC 3339 writes (a damaged or crafted header) are
+/// shown as milliseconds rather than failing the message.
 fn utc(unix_ms: u64) -> String {
-    humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms),
-    )
-    .to_string()
+    use std::fmt::Write;
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms);
+    let mut out = String::new();
+    let written = if unix_ms.is_multiple_of(1000) {
+        write!(out, "{}", humantime::format_rfc3339_seconds(t))
+    } else {
+        write!(out, "{}", humantime::format_rfc3339_millis(t))
+    };
+    if written.is_err() {
+        return format!("{unix_ms} ms after 1970");
+    }
+    out
 }
