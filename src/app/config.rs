@@ -113,19 +113,9 @@ fn check(s: &Settings) -> Result<(), String> {
     match s.delay {
         Some(d) if !(0.05..=3600.0).contains(&d) => Err(format!(
             "{} is not a delay (seconds, 0.05 to 3600)",
-            shown(d)
+            crate::sys::units::human_number(d)
         )),
         _ => Ok(()),
-    }
-}
-
-/// A number from the file as a person would write it back: 1e308, not
-/// 309 digits.
-fn shown(v: f64) -> String {
-    if v.is_finite() && (v == 0.0 || (1e-3..1e6).contains(&v.abs())) {
-        format!("{v}")
-    } else {
-        format!("{v:e}")
     }
 }
 
