@@ -115,6 +115,27 @@ fn calibrate_caches_and_live_nettop_uses_the_cache() {
     assert!(f.hidden_note.contains(&want), "{}", f.hidden_note);
 }
 
+/// The first start of a boot measures for about a second before its first
+/// frame: it says so instead of leaving the screen blank; a start with the
+/// cache says nothing.
+#[test]
+fn a_first_start_says_it_is_measuring() {
+    let _cpus = CPUS.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run("calibrate_live::a_first_start_says_it_is_measuring") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let said = |out: &Output| {
+        String::from_utf8_lossy(&out.stderr).contains("measuring this host's hidden interrupt cost")
+    };
+    let first = nettop(dir.path(), &["-b", "-n", "1", "-d", "0.2"]);
+    assert!(said(&first), "{}", String::from_utf8_lossy(&first.stderr));
+    if dir.path().join("calibration.json").exists() {
+        let again = nettop(dir.path(), &["-b", "-n", "1", "-d", "0.2"]);
+        assert!(!said(&again), "{}", String::from_utf8_lossy(&again.stderr));
+    }
+}
+
 #[test]
 fn never_next_to_a_busy_pinned_thread() {
     let _cpus = CPUS.lock().unwrap_or_else(|e| e.into_inner());

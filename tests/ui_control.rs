@@ -209,3 +209,30 @@ fn read_only_refuses_kill_renice_and_affinity() {
     t.keys(&["q"]);
     t.assert_restored(0);
 }
+
+/// `-p PID` is named in the title, and once the process exits the title
+/// says so, instead of the list blaming a filter (the ksoftirqd threads
+/// `-p` keeps beside it stay listed).
+#[test]
+fn a_watched_pid_that_exits_is_named() {
+    if !common::tool_runs("tmux", "-V") {
+        return common::skip("ui_control -p", "tmux not installed");
+    }
+    let mut kid = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = kid.id();
+    let cmd = format!("{BIN} --no-bpf --no-config -d 0.3 -p {pid}");
+    let Some(t) = Tmux::start("ntpexit", &cmd, 160, 20) else {
+        let _ = kid.kill();
+        let _ = kid.wait();
+        return;
+    };
+    t.wait_for("the watched row", |s| {
+        s.contains(&format!("· -p {pid}")) && s.contains(" sleep")
+    });
+    kid.kill().unwrap();
+    kid.wait().unwrap();
+    let s = t.wait_text(&format!("· -p {pid} (PID {pid} has exited)"));
+    assert!(!s.contains("Esc clears"), "{s}");
+    t.keys(&["q"]);
+    t.assert_restored(0);
+}

@@ -199,6 +199,12 @@ pub fn cached_or_measure(
     if let Some(c) = cache::load(dir, &key) {
         return Ok(c);
     }
+    // About a second with nothing else to show: say what it is waiting for
+    // (the TUI's screen would otherwise stay blank until the first frame).
+    log::info!(
+        "measuring this host's hidden interrupt cost, once per boot (about a second; cached in {})",
+        dir.display()
+    );
     let mut c = measure(bpf, root, key, host.regime, &Options::default())?;
     c.origin = match cache::store(dir, &mut c) {
         Ok(p) => format!("measured at start, cached in {}", p.display()),

@@ -127,33 +127,44 @@ pub fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>, hooks: Hooks) -> an
 
 /// How long the event loop gets to notice a signal and unwind on its own.
 const SIGNAL_GRACE: Duration = Duration::from_millis(1500);
+/// How often the watchdog looks at the terminal and the signal flag.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// Makes SIGTERM/SIGHUP and a vanished terminal end nettop even when the
 /// event loop cannot notice them. On a hung-up terminal, crossterm's reader
-/// spins inside `event::poll` (`read()` returns 0 forever, measured at 75 %
-/// of a CPU), so the loop never gets back to the signal flag; and a terminal
-/// can disappear without SIGHUP reaching us (another process group in the
-/// foreground). After [`SIGNAL_GRACE`] this thread restores the terminal as
-/// far as it still exists and exits with 128+signal. Exiting without
-/// unwinding is safe for kernel state: BPF links and the bpf_stats handle
-/// are file descriptors the kernel releases with the process, and an
-/// unjudged apply is restored first.
+/// spins inside `event::poll` (`read()` returns 0 forever, a whole CPU),
+/// so the loop may never get back to the signal flag; and a terminal can
+/// disappear without SIGHUP reaching us (another process group in the
+/// foreground). A hung-up terminal ends nettop at once: there is nothing to
+/// restore on it, and every moment spent waiting is a CPU burnt. After a
+/// signal the loop gets [`SIGNAL_GRACE`] to unwind on its own (restoring
+/// the terminal); then this thread restores it as far as it still exists
+/// and exits with 128+signal. Exiting without unwinding is safe for kernel
+/// state: BPF links and the bpf_stats handle are file descriptors the
+/// kernel releases with the process, and an unjudged apply is restored
+/// first.
 fn spawn_watchdog(signal: Arc<AtomicUsize>) {
     std::thread::spawn(move || {
+        let mut since: Option<std::time::Instant> = None;
         loop {
-            std::thread::sleep(Duration::from_millis(250));
-            let mut sig = signal.load(Ordering::Relaxed);
-            if sig == 0 && terminal_hung_up() {
-                sig = signal_hook::consts::SIGHUP as usize;
-                signal.store(sig, Ordering::Relaxed);
+            std::thread::sleep(WATCH_EVERY);
+            let hung_up = terminal_hung_up();
+            if hung_up {
+                signal.store(signal_hook::consts::SIGHUP as usize, Ordering::Relaxed);
             }
-            if sig != 0 {
-                std::thread::sleep(SIGNAL_GRACE);
+            let sig = signal.load(Ordering::Relaxed);
+            if sig == 0 {
+                continue;
+            }
+            let waited = since.get_or_insert_with(std::time::Instant::now).elapsed();
+            if hung_up || waited >= SIGNAL_GRACE {
                 // Changes an apply (`P`) wrote and has not judged yet
                 // outlive the process: undo them before the exit that
                 // skips every destructor.
                 crate::plan::steps::restore_all_armed();
-                term::restore();
+                if !hung_up {
+                    term::restore();
+                }
                 std::process::exit(128 + sig as i32);
             }
         }
@@ -241,6 +252,9 @@ fn event_loop(
         let sig = signal.load(Ordering::Relaxed);
         if sig != 0 {
             return Ok(128u8.saturating_add(sig as u8));
+        }
+        if terminal_hung_up() {
+            return Ok(128u8.saturating_add(signal_hook::consts::SIGHUP as u8));
         }
         loop {
             match rx.try_recv() {

@@ -32,8 +32,22 @@ pub(crate) fn header(app: &App) -> String {
         app.sort.column.title(),
         if app.sort.descending { "▼" } else { "▲" },
     );
+    if !app.pids.is_empty() {
+        let pids: Vec<String> = app.pids.iter().map(u32::to_string).collect();
+        t.push_str(&format!(" · -p {}", pids.join(",")));
+        let gone = exited_pids(app);
+        if !gone.is_empty() {
+            t.push_str(&format!(" (PID {} has exited)", gone.join(",")));
+        }
+    }
     if !app.filter.is_empty() {
         t.push_str(&format!(" · filter \"{}\"", app.filter));
+    }
+    if let Some(u) = app.user {
+        t.push_str(&format!(" · user {}", app.row_ctx().user(u)));
+    }
+    if app.hide_kthreads {
+        t.push_str(" · no kernel threads");
     }
     if let Some(p) = app.follow {
         t.push_str(&format!(" · following {p}"));
@@ -93,11 +107,7 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     let table = Table::new(rows, widths).header(header).column_spacing(1);
     f.render_widget(table, area);
     if empty {
-        let msg = if app.frame.is_none() {
-            "  collecting the first interval..."
-        } else {
-            "  no tasks match (Esc clears the filter)"
-        };
+        let msg = empty_note(app);
         let r = Rect {
             y: area.y + 1,
             height: 1,
@@ -105,6 +115,34 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
         };
         f.render_widget(Paragraph::new(msg), r);
     }
+}
+
+/// The `-p` PIDs the newest frame no longer has.
+fn exited_pids(app: &App) -> Vec<String> {
+    let Some(f) = &app.frame else {
+        return Vec::new();
+    };
+    app.pids
+        .iter()
+        .filter(|p| !f.processes.iter().any(|t| t.pid == **p))
+        .map(u32::to_string)
+        .collect()
+}
+
+/// Why the list is empty, and what to do about it.
+fn empty_note(app: &App) -> String {
+    if app.frame.is_none() {
+        return "  collecting the first interval...".into();
+    }
+    let gone = exited_pids(app);
+    if !app.pids.is_empty() && gone.len() == app.pids.len() {
+        let list = gone.join(",");
+        return format!("  PID {list} has exited: nettop -p {list} watches only it (q quits)");
+    }
+    if !app.filter.is_empty() || app.user.is_some() {
+        return "  no tasks match the filter or user (Esc clears them)".into();
+    }
+    "  no tasks to list (i lists idle tasks, K kernel threads)".into()
 }
 
 fn task_row<'a>(
