@@ -695,3 +695,49 @@ fn deb_builds_installs_upgrades_and_purges() {
         deb.display()
     ));
 }
+
+/// The quick start's `scripts/install.sh` installs the man page and the
+/// shell completions beside the binary, so `man nettop` works after it:
+/// here into a scratch PREFIX with the test build (no release build).
+#[test]
+fn install_sh_installs_the_man_page_and_completions() {
+    if !common::is_root() {
+        return common::skip("install_sh_installs_the_man_page", "not root (apt-get)");
+    }
+    let prefix = tempfile::tempdir().unwrap();
+    run(
+        Command::new(repo("scripts/install.sh"))
+            .env("PREFIX", prefix.path())
+            .env("NETTOP_BIN", env!("CARGO_BIN_EXE_nettop")),
+        "scripts/install.sh",
+    );
+    let p = prefix.path();
+    for f in [
+        "bin/nettop",
+        "share/man/man1/nettop.1",
+        "share/bash-completion/completions/nettop",
+        "share/zsh/site-functions/_nettop",
+        "share/fish/vendor_completions.d/nettop.fish",
+    ] {
+        assert!(p.join(f).is_file(), "{f} not installed");
+    }
+    // man finds it by name in the PREFIX's man tree, and renders it.
+    let found = run(
+        Command::new("man")
+            .args(["-w", "nettop"])
+            .env("MANPATH", p.join("share/man")),
+        "man -w nettop",
+    );
+    assert_eq!(
+        found.trim(),
+        p.join("share/man/man1/nettop.1").display().to_string()
+    );
+    let page = run(
+        Command::new("man")
+            .args(["-P", "cat", "nettop"])
+            .env("MANPATH", p.join("share/man"))
+            .env("MANWIDTH", "80"),
+        "man nettop",
+    );
+    assert!(page.contains("EXIT STATUS"), "{page}");
+}
