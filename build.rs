@@ -48,7 +48,9 @@ fn git_hash() -> String {
 
 fn main() {
     println!("cargo:rustc-env=NETTOP_GIT_HASH={}", git_hash());
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
+    let Some(out) = env::var_os("OUT_DIR").map(PathBuf::from) else {
+        panic!("OUT_DIR is not set: build.rs runs under cargo only");
+    };
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let target_arch = match arch.as_str() {
         "x86_64" => "x86",
@@ -75,7 +77,7 @@ fn main() {
             .file_name()
             .and_then(|n| n.to_str())
             .and_then(|n| n.strip_suffix(".bpf.c"))
-            .expect("bpf source name")
+            .unwrap_or_else(|| panic!("{}: not a NAME.bpf.c source", src.display()))
             .to_string();
         let skel = out.join(format!("{stem}.skel.rs"));
         SkeletonBuilder::new()

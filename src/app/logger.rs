@@ -38,6 +38,7 @@ fn stderr_is(journal_stream: &str) -> bool {
     // SAFETY: fstat writes one `stat` struct we own; fd 2 is always open
     // (main points closed standard descriptors at /dev/null).
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: fd 2 is open and `st` is ours to write.
     if unsafe { libc::fstat(2, &mut st) } != 0 {
         return false;
     }

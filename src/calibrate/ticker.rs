@@ -89,9 +89,8 @@ impl Ticker {
         }
         let raw = raw as libc::c_int;
         // SAFETY: `raw` is the valid descriptor just returned, owned here.
-        Ok(Ticker {
-            fd: unsafe { OwnedFd::from_raw_fd(raw) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(Ticker { fd })
     }
 
     fn ioctl(&self, req: libc::c_ulong, what: &str) -> Result<()> {

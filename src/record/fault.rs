@@ -116,6 +116,7 @@ pub fn may_fit(dir: &Path, need: u64) -> bool {
     // SAFETY: statvfs reads the NUL-terminated path and writes one
     // `statvfs` struct we own; zeroed is a valid value of that plain struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: a valid C path and a writable struct of ours.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return true;
     }

@@ -227,6 +227,7 @@ fn nix_statfs_is_nsfs(path: &std::path::Path) -> std::io::Result<bool> {
     // SAFETY: statfs(2) with a NUL-terminated path and a zeroed, writable
     // struct statfs the kernel fills.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: a valid C path and a writable struct of ours.
     let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
     if r != 0 {
         return Err(std::io::Error::last_os_error());

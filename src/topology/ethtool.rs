@@ -185,9 +185,8 @@ impl Ethtool {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: fd is a fresh descriptor nobody else owns.
-        Ok(Self {
-            sock: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self { sock })
     }
 
     /// One SIOCETHTOOL call; `buf` starts with the command word.
