@@ -24,6 +24,7 @@ trap 'rm -f "$log"' EXIT
 set -x
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items
 cargo test --doc 2>&1 | tee "$log"
 cargo test --all-targets 2>&1 | tee -a "$log"
 set +x

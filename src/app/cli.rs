@@ -266,7 +266,7 @@ pub struct Cli {
     #[arg(long = "replay", value_name = "FILE", conflicts_with_all = ["serve", "live_only"])]
     pub replay: Option<PathBuf>,
 
-    /// Replay or export from this point of the recording on: HH:MM[:SS]
+    /// Replay or export from this point of the recording on: HH:MM\[:SS\]
     /// (UTC; the first such time after the recording starts), +D after its
     /// start, -D before its end, or a date (2026-11-25T12:00:00Z). The
     /// syntax of the replay T prompt.

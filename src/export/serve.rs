@@ -1,6 +1,6 @@
 //! The `--serve` endpoint: pre-rendered scrape bodies behind the HTTP loop
 //! ([`super::http`]) on one thread created at start. It samples nothing
-//! itself: the run's one sampling loop ([`crate::service`]) hands it each
+//! itself: the run's one sampling loop ([`crate::app::service`]) hands it each
 //! snapshot, so serving while recording costs one collector, not two.
 
 use std::net::TcpListener;

@@ -3,7 +3,7 @@
 //!
 //! The counters come from samples, the configuration from the topology
 //! (read live, or the one a recording carries), so every front end that has
-//! a topology joins the two with [`attach`]: batch text and JSON, metrics,
+//! a topology joins the two with `attach`: batch text and JSON, metrics,
 //! the TUI. Pure: no I/O here.
 
 use serde::{Deserialize, Serialize};

@@ -425,7 +425,7 @@ pub struct CgroupView {
     /// NET_RX on those CPUs, summed (percent of one CPU). Traced with BPF;
     /// without it, all softirq time (`/proc/stat` si), an estimate.
     pub rx_on_cpus_pct: f64,
-    /// The allowed CPUs that did at least [`RX_LANDS_PCT`] of receive work.
+    /// The allowed CPUs that did at least [`RX_LANDS_PCT`](crate::model::cgroups::RX_LANDS_PCT) of receive work.
     pub rx_cpus: String,
     /// Number of cgroups summed into this row (1, more for "other").
     #[serde(default = "one", skip_serializing_if = "is_one")]

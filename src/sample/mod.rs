@@ -2,7 +2,7 @@
 //!
 //! Everything the model needs is here and nothing it computes is. The record
 //! file stores these structs, so a later fix to the arithmetic in
-//! [`crate::model::compute`] applies to old recordings too. Add fields only
+//! [`crate::model::compute()`] applies to old recordings too. Add fields only
 //! with `#[serde(default)]` so older recordings stay readable.
 
 use std::borrow::Cow;
@@ -48,7 +48,7 @@ pub struct IrqAcct {
     /// x86 system vectors (local timer, IPIs, irq_work...) from irq_vectors:*.
     pub sysvec_ns: u64,
     pub sysvec_count: u64,
-    /// Softirq time per [context][vector], nested hardirq time already removed.
+    /// Softirq time per `[context][vector]`, nested hardirq time already removed.
     pub softirq_ns: [[u64; NR_SOFTIRQS]; SOFTIRQ_CTX],
     /// Softirq runs per vector, all contexts.
     pub softirq_count: [u64; NR_SOFTIRQS],

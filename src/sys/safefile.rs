@@ -22,7 +22,7 @@
 //!   full disk leaves the old file or the new one, never half of one and
 //!   never a 0-byte leftover. [`replace`] replaces only a regular file of
 //!   ours; the caller must have read and understood it first (the
-//!   [`Replace`] argument says it did), so a file nettop could not parse is
+//!   `understood` argument says it did), so a file nettop could not parse is
 //!   never overwritten by accident.
 //! - **Inputs** ([`open_input`]) must be regular files; they are opened
 //!   `O_NONBLOCK` and checked with `fstat`, so a FIFO can neither hang

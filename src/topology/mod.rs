@@ -13,7 +13,7 @@
 //! [`HostTopology`]) and `nic` (NICs and their queues); this file builds
 //! one ([`load`], [`load_devices`]) from the readers: `hw` (hwloc or sysfs
 //! CPU structure), `sysfs` (boot parameters, IRQs, NICs and queues), [`xdp`],
-//! [`ethtool`] (RSS and flow rules), [`netns`](crate::sys::netns) (other namespaces) and
+//! [`ethtool`] (RSS and flow rules), [`crate::sys::netns`] (other namespaces) and
 //! `threads` (placement, with `net` for the NICs a process uses).
 
 pub mod ethtool;
@@ -48,7 +48,7 @@ pub enum CpuSource {
     Live,
     /// An hwloc XML export (`lstopo --of xml`).
     Xml(PathBuf),
-    /// An hwloc synthetic description ("pack:2 [numa] core:12 pu:2").
+    /// An hwloc synthetic description (`pack:2 [numa] core:12 pu:2`).
     Synthetic(String),
     /// The sysroot's `/sys/devices/system/{cpu,node}` files, no hwloc.
     Sysfs,

@@ -187,7 +187,7 @@ impl NetNs {
     }
 }
 
-/// Socket inodes of a process, from its fd links ("socket:[123]").
+/// Socket inodes of a process, from its fd links (`socket:[123]`).
 pub(super) fn socket_inodes(root: &Sysroot, pid: u32) -> Vec<u64> {
     let Ok(rd) = std::fs::read_dir(root.path(format!("/proc/{pid}/fd"))) else {
         return Vec::new();

@@ -14,7 +14,7 @@ use crate::sys::cpuset::CpuSet;
 #[serde(rename_all = "lowercase")]
 pub enum XdpMode {
     /// Not determined: a fake sysroot without an `xdp_mode` fixture file, or
-    /// the rtnetlink dump failed (see the notes); see [`xdp`].
+    /// the rtnetlink dump failed (see the notes); see [`super::xdp`].
     #[default]
     Unknown,
     None,
@@ -42,7 +42,7 @@ pub struct TxQueue {
 pub struct Nic {
     pub name: String,
     pub ifindex: Option<u32>,
-    /// Network namespace name ([`NetnsInfo::name`]); empty for nettop's
+    /// Network namespace name ([`NetnsInfo::name`](crate::sys::netns::NetnsInfo::name)); empty for nettop's
     /// own. Names repeat across namespaces (every pod has an `eth0`), so
     /// a device is (namespace, name); [`Nic::label`] prints both.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -5,7 +5,7 @@
 //! The series ([`Series`]) differ by entity because the model has different
 //! figures for each:
 //!
-//! | series | CPU ([`CpuView`]) | task ([`TaskView`]) |
+//! | series | CPU ([`CpuView`](crate::model::frame::CpuView)) | task ([`TaskView`]) |
 //! |---|---|---|
 //! | `Stolen` | `stolen_pct`: interrupt work it ran for others | `stolen_pct` |
 //! | `True` | `true_pct`: time left to tasks' own work | `true_pct` |

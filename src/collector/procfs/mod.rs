@@ -1,5 +1,5 @@
 //! Pure /proc and /sys readers: raw cumulative counters, no arithmetic and no
-//! formatting. Every path goes through [`Sysroot`] so tests can run against
+//! formatting. Every path goes through [`Sysroot`](crate::sys::sysroot::Sysroot) so tests can run against
 //! fake trees under `tests/fixtures/proc/`.
 //!
 //! Files are read by us, into one reused buffer through the sysroot's

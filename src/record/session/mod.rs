@@ -1,6 +1,6 @@
 //! One recording session: the live part, its rotation (size, day, SIGHUP)
 //! and retention. The sampling loop that feeds it is shared with `--serve`
-//! ([`crate::service`]); this file only decides which file a snapshot goes
+//! ([`crate::app::service`]); this file only decides which file a snapshot goes
 //! to and when a part ends.
 
 use std::os::unix::fs::DirBuilderExt;

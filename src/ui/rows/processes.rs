@@ -184,7 +184,7 @@ fn parents(procs: &[TaskView]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Which processes are listed: those [`matches`] takes (by themselves or,
+/// Which processes are listed: those [`matches()`] takes (by themselves or,
 /// with threads shown, by one of their threads) and every ancestor of
 /// one, so a match is always seen where it sits in the tree (an idle
 /// supervisor stays above its busy workers).
