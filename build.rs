@@ -61,8 +61,11 @@ fn main() {
     // load (an XDP pass program, the tracing-floor programs): built with
     // the `testing` feature, which only they enable, so a release build
     // never compiles them.
+    // The same feature compiles the collector's test hooks (a fake clock)
+    // into nettop.bpf.c: -DNETTOP_TESTING.
+    let testing = env::var_os("CARGO_FEATURE_TESTING").is_some();
     let mut dirs = vec!["bpf"];
-    if env::var_os("CARGO_FEATURE_TESTING").is_some() {
+    if testing {
         dirs.push("bpf/testing");
     }
     let mut srcs: Vec<PathBuf> = dirs
@@ -80,15 +83,19 @@ fn main() {
             .unwrap_or_else(|| panic!("{}: not a NAME.bpf.c source", src.display()))
             .to_string();
         let skel = out.join(format!("{stem}.skel.rs"));
+        let mut args = vec![
+            format!("-D__TARGET_ARCH_{target_arch}"),
+            "-Ibpf".to_string(),
+            "-I/usr/include/x86_64-linux-gnu".to_string(),
+            "-Wall".to_string(),
+            "-Wno-unused-function".to_string(),
+        ];
+        if testing {
+            args.push("-DNETTOP_TESTING".to_string());
+        }
         SkeletonBuilder::new()
             .source(&src)
-            .clang_args([
-                format!("-D__TARGET_ARCH_{target_arch}"),
-                "-Ibpf".to_string(),
-                "-I/usr/include/x86_64-linux-gnu".to_string(),
-                "-Wall".to_string(),
-                "-Wno-unused-function".to_string(),
-            ])
+            .clang_args(args)
             .build_and_generate(&skel)
             .unwrap_or_else(|e| panic!("building BPF skeleton for {}: {e:#}", src.display()));
         println!("cargo:rerun-if-changed={}", src.display());

@@ -33,9 +33,12 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* TID of ksoftirqd/<cpu>, filled in by user space before load. */
 const volatile __u32 ksoftirqd_tid[NT_MAX_CPUS] = {};
-/* Tests drive exact timelines: with test_clock set, now() is fake_now_ns. */
+#ifdef NETTOP_TESTING
+/* Tests drive exact timelines: with test_clock set, now() is fake_now_ns.
+ * Only the test build (the `testing` feature) has them. */
 const volatile bool test_clock = false;
 __u64 fake_now_ns = 0;
+#endif
 /* CPU being calibrated + 1 (0: no calibration running), set by user space. */
 __u32 probe_cpu1 = 0;
 struct nt_probe probe = {};
@@ -195,8 +198,10 @@ struct {
 
 static __always_inline __u64 now(void)
 {
+#ifdef NETTOP_TESTING
 	if (test_clock)
 		return fake_now_ns;
+#endif
 	return bpf_ktime_get_ns();
 }
 

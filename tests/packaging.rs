@@ -561,6 +561,16 @@ fn deb_builds_installs_upgrades_and_purges() {
     let bin = r.join("usr/bin/nettop");
     let size = std::fs::metadata(&bin).unwrap().len();
     assert!(size <= MAX_BINARY, "installed binary is {size} bytes");
+    // Test hooks (the BPF fake clock, test runs of programs) are built
+    // with the `testing` feature only, never into what ships.
+    let image = std::fs::read(&bin).unwrap();
+    for hook in [&b"fake_now_ns"[..], b"test_clock", b"run_tracepoint"] {
+        assert!(
+            !image.windows(hook.len()).any(|w| w == hook),
+            "the shipped binary carries the test hook {}",
+            String::from_utf8_lossy(hook)
+        );
+    }
     let version = run(Command::new(&bin).arg("--version"), "nettop --version");
     for want in [
         "nettop 0.1.0",

@@ -76,6 +76,7 @@ pub struct BpfOptions {
     /// drops when we exit, even on kill -9), so per-program cost is reported.
     pub stats: bool,
     /// Tests: load raw_tp programs with the fake clock and attach nothing.
+    #[cfg(feature = "testing")]
     pub test_clock: bool,
     /// Maximum number of tasks tracked (hash size).
     pub max_tasks: Option<u32>,
@@ -85,6 +86,20 @@ pub struct BpfOptions {
     /// for one-shot modes (`--pinning-check`) at a fraction of the cost of
     /// a /proc walk, with no tracing cost to the host.
     pub sampler_only: bool,
+}
+
+impl BpfOptions {
+    /// The fake clock is asked for (never outside the test build).
+    fn test_clock(&self) -> bool {
+        #[cfg(feature = "testing")]
+        {
+            self.test_clock
+        }
+        #[cfg(not(feature = "testing"))]
+        {
+            false
+        }
+    }
 }
 
 /// Per-task counters as the BPF hash holds them.
@@ -283,7 +298,7 @@ impl BpfCollector {
         preflight()?;
         let modes = match opts.mode {
             Some(m) => vec![m],
-            None if opts.test_clock => vec![AttachMode::RawTp],
+            None if opts.test_clock() => vec![AttachMode::RawTp],
             None => vec![AttachMode::TpBtf, AttachMode::RawTp],
         };
         let mut errors = Vec::new();
@@ -332,7 +347,10 @@ impl BpfCollector {
                     *slot = tid;
                 }
             }
-            ro.test_clock = opts.test_clock;
+            #[cfg(feature = "testing")]
+            {
+                ro.test_clock = opts.test_clock;
+            }
         }
         if let Some(n) = opts.max_tasks {
             open.maps
@@ -381,7 +399,7 @@ impl BpfCollector {
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
             let load = match section.split_once('/') {
-                Some(("iter", _)) => sampler && !opts.test_clock,
+                Some(("iter", _)) => sampler && !opts.test_clock(),
                 _ if opts.sampler_only => false,
                 Some((flavour, tp)) => flavour == mode.prefix() && usable(tp),
                 None => section == "raw_tp",
@@ -419,7 +437,7 @@ impl BpfCollector {
 
         let mut links = Vec::new();
         let mut sampler_link = None;
-        if !opts.test_clock {
+        if !opts.test_clock() {
             // Exits first, entries last: an entry live before its exit could
             // see an interrupt whose exit it never sees.
             let mut progs: Vec<_> = skel
@@ -500,9 +518,12 @@ impl BpfCollector {
             _collector: std::marker::PhantomData,
         }
     }
+}
 
-    // ---- test support: drive the state machine with exact timelines ----
-
+/// Test support, in the test build only: drive the state machine with
+/// exact timelines.
+#[cfg(feature = "testing")]
+impl BpfCollector {
     /// Sets the fake clock (only meaningful with `test_clock`).
     pub fn set_fake_now(&self, ns: u64) {
         // SAFETY: `self.bss` is the live mapping (see the field); a volatile
