@@ -200,6 +200,7 @@ mod tests {
     use super::*;
     use crate::output::columns::ProcColumn;
     use crate::ui::app::Scheme;
+    use crate::ui::meters::{CpuBars, HeaderMode, Meter};
     use crate::ui::rows::View;
 
     #[test]
@@ -253,6 +254,11 @@ mod tests {
             command_line: Some(true),
             show_idle: Some(false),
             color_scheme: Some(Scheme::Light),
+            header: Some(HeaderMode::Compact),
+            meters_left: Some(vec![Meter::Cpus]),
+            meters_right: Some(vec![Meter::Mem, Meter::Nettop]),
+            meters_below: Some(vec![]),
+            cpu_bars: Some(CpuBars::Two),
         };
         save(&p, &s).unwrap();
         save(&p, &s).unwrap();

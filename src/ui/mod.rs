@@ -16,6 +16,7 @@ mod fields;
 pub mod fixtures;
 pub mod history;
 pub mod keymap;
+pub mod meters;
 mod plan;
 pub mod prompt;
 pub mod render;

@@ -21,6 +21,11 @@ impl App {
             command_line: Some(self.cmdline),
             show_idle: Some(self.idle),
             color_scheme: Some(self.theme.scheme),
+            header: Some(self.meters.mode),
+            meters_left: Some(self.meters.left.clone()),
+            meters_right: Some(self.meters.right.clone()),
+            meters_below: Some(self.meters.below.clone()),
+            cpu_bars: Some(self.meters.cpu_bars),
         }
     }
 
@@ -60,6 +65,22 @@ impl App {
         }
         if let Some(c) = s.color_scheme {
             self.theme = self.theme.with_scheme(c);
+        }
+        let m = &mut self.meters;
+        if let Some(h) = s.header {
+            m.mode = h;
+        }
+        for (to, from) in [
+            (&mut m.left, &s.meters_left),
+            (&mut m.right, &s.meters_right),
+            (&mut m.below, &s.meters_below),
+        ] {
+            if let Some(v) = from {
+                to.clone_from(v);
+            }
+        }
+        if let Some(c) = s.cpu_bars {
+            m.cpu_bars = c;
         }
         self.rebuild();
     }

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::meters::{CpuBars, HeaderMode, Meter};
 use super::rows::View;
 use super::style::{Scheme, Theme};
 use crate::output::columns::ProcColumn;
@@ -40,6 +41,15 @@ pub struct Settings {
     /// Tasks that used no CPU are listed (`i` hides them, as in top).
     pub show_idle: Option<bool>,
     pub color_scheme: Option<Scheme>,
+    /// The header: `full`, `compact` or `brief` (`m`).
+    pub header: Option<HeaderMode>,
+    /// The header's left and right columns and the full-width meters
+    /// under them, top to bottom (htop's left_meters and right_meters).
+    pub meters_left: Option<Vec<Meter>>,
+    pub meters_right: Option<Vec<Meter>>,
+    pub meters_below: Option<Vec<Meter>>,
+    /// The CPU bars side by side: `auto`, `1`, `2`, `4` or `strip`.
+    pub cpu_bars: Option<CpuBars>,
 }
 
 impl Settings {
@@ -57,6 +67,11 @@ impl Settings {
             command_line,
             show_idle,
             color_scheme,
+            header,
+            meters_left,
+            meters_right,
+            meters_below,
+            cpu_bars,
         } = o;
         self.view = view.or(self.view);
         self.sort = sort.or(self.sort);
@@ -69,6 +84,11 @@ impl Settings {
         self.command_line = command_line.or(self.command_line);
         self.show_idle = show_idle.or(self.show_idle);
         self.color_scheme = color_scheme.or(self.color_scheme);
+        self.header = header.or(self.header);
+        self.meters_left = meters_left.or(self.meters_left.take());
+        self.meters_right = meters_right.or(self.meters_right.take());
+        self.meters_below = meters_below.or(self.meters_below.take());
+        self.cpu_bars = cpu_bars.or(self.cpu_bars);
     }
 }
 
