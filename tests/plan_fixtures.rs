@@ -356,7 +356,10 @@ fn the_binary_prints_each_format_and_refuses_bad_combinations() {
         (vec!["--plan", "--measure", "5s"], "--apply"),
         (vec!["--calibrate", "--nic", "eth0"], "shapes an apply"),
         // `--plan` alone reads the state directory (unfinished applies).
-        (vec!["--calibrate", "--state-dir", "/tmp"], "shapes an apply"),
+        (
+            vec!["--calibrate", "--state-dir", "/tmp"],
+            "shapes an apply",
+        ),
         (
             vec!["--plan", "--apply", "--measure", "0.5s"],
             "at least 1s",

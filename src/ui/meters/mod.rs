@@ -324,16 +324,38 @@ mod tests {
         let mut unknown = fixtures::idle_host();
         unknown.system = None;
         let frames = [fixtures::idle_host(), fixtures::busy_host(), many, unknown];
+        // The meters as a configuration file may place them: CPUs on the
+        // right, nettop's summary in a column, everything in one column.
+        let placements = [
+            MeterConfig::default(),
+            MeterConfig {
+                left: vec![Meter::Tasks, Meter::Nettop],
+                right: vec![Meter::Cpus, Meter::Swap, Meter::Mem],
+                below: vec![Meter::Host, Meter::Load, Meter::Uptime],
+                ..MeterConfig::default()
+            },
+            MeterConfig {
+                left: vec![Meter::Cpus, Meter::Mem, Meter::Nettop, Meter::Load],
+                right: vec![],
+                below: vec![Meter::Cpus],
+                ..MeterConfig::default()
+            },
+        ];
         for f in &frames {
             for theme in [Theme::default(), Theme::mono()] {
                 let s = Sty(theme);
                 for mode in HeaderMode::ALL {
-                    for cpu_bars in [CpuBars::Auto, CpuBars::Two, CpuBars::Four, CpuBars::Strip] {
-                        let cfg = MeterConfig {
-                            mode,
+                    let choices = [CpuBars::Auto, CpuBars::Two, CpuBars::Four, CpuBars::Strip];
+                    let configs = choices
+                        .into_iter()
+                        .map(|cpu_bars| MeterConfig {
                             cpu_bars,
                             ..MeterConfig::default()
-                        };
+                        })
+                        .chain(placements.iter().cloned());
+                    for cfg in configs {
+                        let cfg = MeterConfig { mode, ..cfg };
+                        let cpu_bars = cfg.cpu_bars;
                         for w in (30..=260).step_by(3) {
                             for h in [7, 12, 24, 50, 80] {
                                 let plan = layout::plan(&cfg, &shape(Some(f), w, h));
