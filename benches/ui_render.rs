@@ -69,7 +69,8 @@ fn bench(c: &mut Criterion) {
 /// (every ring holds HISTORY_LEN frames): the frame arrives
 /// (`App::show_frame`: history push, rebuild) and is drawn with the
 /// STOLEN HIST column, or with the detail pane open on the process.
-/// Budget: 10 ms. The same without history, for the difference.
+/// Budget: 10 ms, with the header meters on. The same without history,
+/// and with nettop's summary line as the only meter, for the differences.
 fn history_bench(c: &mut Criterion) {
     use nettop::output::columns::ProcColumn;
     use nettop::ui::history::{HISTORY_LEN, History};
@@ -79,10 +80,19 @@ fn history_bench(c: &mut Criterion) {
         h.push(&frame);
     }
     c.bench_function("threads_30000_history_push", |b| b.iter(|| h.push(&frame)));
-    for (name, history, detail) in [
-        ("threads_30000_frame_history_full", true, false),
-        ("threads_30000_frame_history_full_detail_pane", true, true),
-        ("threads_30000_frame_no_history", false, false),
+    // The header meters are on (htop's full header) but in the `_brief`
+    // run, which draws nettop's summary line alone: the difference is
+    // what the meters cost a frame.
+    for (name, history, detail, brief) in [
+        ("threads_30000_frame_history_full", true, false, false),
+        ("threads_30000_frame_history_full_brief", true, false, true),
+        (
+            "threads_30000_frame_history_full_detail_pane",
+            true,
+            true,
+            false,
+        ),
+        ("threads_30000_frame_no_history", false, false, false),
     ] {
         let mut a = App::new(Options {
             threads: true,
@@ -90,6 +100,9 @@ fn history_bench(c: &mut Criterion) {
             height: 50,
             ..Options::default()
         });
+        if brief {
+            a.meters.mode = nettop::ui::meters::HeaderMode::Brief;
+        }
         a.columns.push(ProcColumn::Trend);
         if !history {
             a.history = History::new(0);
@@ -120,5 +133,35 @@ fn history_bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench, history_bench);
+/// The header meters alone: the layout (asked for on every viewport
+/// question) and a frame of the busy 16-CPU host drawn at 200x50 with the
+/// full header and with nettop's summary line alone.
+fn meters_bench(c: &mut Criterion) {
+    use nettop::ui::meters::{self, HeaderMode, MeterConfig};
+    let frame = fixtures::busy_host();
+    let cfg = MeterConfig::default();
+    c.bench_function("header_plan_200x50_16_cpus", |b| {
+        b.iter(|| meters::layout::plan(&cfg, &meters::shape(Some(&frame), 200, 50)))
+    });
+    for mode in [HeaderMode::Full, HeaderMode::Brief] {
+        let mut a = App::new(Options {
+            width: 200,
+            height: 50,
+            ..Options::default()
+        });
+        a.meters.mode = mode;
+        a.push_frame(frame.clone());
+        let mut term = Terminal::new(TestBackend::new(200, 50)).expect("test backend");
+        c.bench_function(
+            &format!("busy_host_draw_200x50_{}_header", mode.name()),
+            |b| {
+                b.iter(|| {
+                    term.draw(|f| render::draw(f, &a)).expect("draw");
+                })
+            },
+        );
+    }
+}
+
+criterion_group!(benches, bench, history_bench, meters_bench);
 criterion_main!(benches);

@@ -312,3 +312,42 @@ fn proc_path_reads_parents_and_command_lines() {
     assert_eq!((v.ppid, v.cmdline.len()), (1, 4));
     assert_eq!(f.threads.iter().find(|t| t.tid == 101).unwrap().ppid, 1);
 }
+
+/// Memory, load and uptime through the sysroot: a tree that has the files
+/// gives their figures, one that lacks them (the fixture trees) gives
+/// unknown, never 0, and the live /proc gives this host's.
+#[test]
+fn system_figures_from_a_tree_and_live() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+    let file =
+        |name: &str, text: &str| std::fs::write(dir.path().join("proc").join(name), text).unwrap();
+    file(
+        "meminfo",
+        "MemTotal: 8000 kB\nMemFree: 1000 kB\nSwapTotal: 0 kB\n",
+    );
+    file("loadavg", "0.50 0.25 0.12 2/300 4242\n");
+    file("uptime", "3725.50 7000.00\n");
+    let s = procfs::read_system(&Sysroot::new(dir.path()));
+    assert_eq!(
+        s.mem.as_ref().map(|m| (m.total_kib, m.free_kib)),
+        Some((8000, 1000))
+    );
+    assert_eq!(
+        s.load.as_ref().map(|l| (l.running, l.threads)),
+        Some((2, 300))
+    );
+    assert_eq!(s.uptime_s, Some(3725.5));
+    // A file that does not parse is unknown on its own.
+    file("loadavg", "garbage\n");
+    let s = procfs::read_system(&Sysroot::new(dir.path()));
+    assert_eq!((s.load, s.uptime_s), (None, Some(3725.5)));
+
+    let none = procfs::read_system(&root("modern"));
+    assert_eq!(none, nettop::sample::RawSystem::default());
+
+    let live = procfs::read_system(&Sysroot::default());
+    let m = live.mem.expect("this host's /proc/meminfo");
+    assert!(m.total_kib > 0 && m.free_kib <= m.total_kib, "{m:?}");
+    assert!(live.load.is_some() && live.uptime_s.is_some_and(|u| u > 0.0));
+}

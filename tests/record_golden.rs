@@ -69,6 +69,9 @@ fn golden_v1_stays_readable() {
                 .all(|s| s.tasks.iter().all(|t| t.cmdline.is_empty()))
         );
         assert!(f.processes.iter().all(|p| p.cmdline.is_empty()));
+        // Nor memory, load and uptime: the header says n/a.
+        assert!(samples.iter().all(|s| s.system.is_none()));
+        assert!(f.system.is_none());
     }
 }
 

@@ -466,3 +466,46 @@ fn command_lines_and_parents_round_trip() {
     let row = row.unwrap();
     assert_eq!((row.ppid, row.cmdline.clone()), (4321, python));
 }
+
+/// Memory, load and uptime go into a recording and come back, and the
+/// frames computed from it carry them to the header.
+#[test]
+fn system_figures_round_trip() {
+    use nettop::sample::{LoadAvg, MemInfo, RawSystem};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.rec");
+    let samples: Vec<_> = (1..=3u64)
+        .map(|k| {
+            let mut s = synth::sample(k, 5, 2);
+            s.system = Some(RawSystem {
+                mem: Some(MemInfo {
+                    total_kib: 8_000_000,
+                    free_kib: 1_000_000 * k,
+                    ..Default::default()
+                }),
+                load: Some(LoadAvg {
+                    one: 0.5,
+                    five: 0.25,
+                    fifteen: 0.125,
+                    running: 2,
+                    threads: 100,
+                }),
+                uptime_s: Some(100.0 + k as f64),
+            });
+            s
+        })
+        .collect();
+    synth::write_recording(&p, false, 2, samples.iter().cloned()).unwrap();
+    let rec = Recording::open(&p).unwrap();
+    for (i, s) in samples.iter().enumerate() {
+        assert_eq!(&rec.get(i).unwrap(), s);
+    }
+    let f = compute(rec.host(), &rec.get(0).unwrap(), &rec.get(1).unwrap());
+    let sys = f.system.expect("the frame's system figures");
+    assert_eq!(sys.uptime_s, Some(102.0));
+    assert_eq!(sys.load, Some([0.5, 0.25, 0.125]));
+    assert_eq!(
+        sys.mem.map(|m| (m.total_kib, m.used_kib)),
+        Some((8_000_000, 6_000_000))
+    );
+}

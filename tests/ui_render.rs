@@ -134,9 +134,9 @@ fn devices_busy_host() {
 /// know show "-", and before it loads "…".
 #[test]
 fn devices_with_topology() {
-    let mut a = busy(170, 20);
+    let mut a = busy(170, 24);
     press(&mut a, KeyCode::Char('3'));
-    let before = screen(&a, 170, 20);
+    let before = screen(&a, 170, 24);
     assert!(before.contains("…"), "{before}");
     let mut t = topo_2s();
     t.nics.push(Nic {
@@ -164,7 +164,7 @@ fn devices_with_topology() {
         devices: Some(devices::device_info(&t)),
         ..Default::default()
     });
-    let s = screen(&a, 170, 20);
+    let s = screen(&a, 170, 24);
     assert!(s.contains("q0:120→3 w1 q1:121→9 w3 r1"), "{s}");
     assert!(s.contains("eth0 (netns pod-web)"), "{s}");
     assert!(s.contains("generic"), "{s}");

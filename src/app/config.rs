@@ -190,6 +190,7 @@ mod tests {
     use super::*;
     use crate::output::columns::ProcColumn;
     use crate::ui::app::Scheme;
+    use crate::ui::meters::{CpuBars, HeaderMode, Meter};
     use crate::ui::rows::View;
 
     #[test]
@@ -245,6 +246,11 @@ mod tests {
             color_scheme: Some(Scheme::Light),
             hide_kernel_threads: Some(true),
             read_only: Some(true),
+            header: Some(HeaderMode::Compact),
+            meters_left: Some(vec![Meter::Cpus]),
+            meters_right: Some(vec![Meter::Mem, Meter::Nettop]),
+            meters_below: Some(vec![]),
+            cpu_bars: Some(CpuBars::Two),
         };
         save(&p, &s).unwrap();
         save(&p, &s).unwrap();

@@ -289,6 +289,7 @@ impl Collector {
             health,
             cgroups,
             notes: devices_note.into_iter().chain(others.note).collect(),
+            system: Some(procfs::read_system(root)),
         };
         // The boundary: names chosen by other users and drivers are made
         // safe to print before any front end or recording sees them.

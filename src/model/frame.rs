@@ -307,6 +307,9 @@ pub struct Summary {
     pub hidden_pct_total: f64,
     pub tasks: u32,
     pub processes: u32,
+    /// Of `processes`, kernel threads (htop's `kthr`).
+    #[serde(default)]
+    pub kthreads: u32,
 }
 
 /// Collector health over the interval; non-zero numbers are shown, not hidden.
@@ -377,6 +380,10 @@ pub struct Frame {
     /// the samples carry no cgroups (older recordings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cgroups: Vec<CgroupView>,
+    /// Memory, load and uptime at the interval's end; `None` from
+    /// recordings made before they were collected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<super::system::SystemView>,
 }
 
 impl Frame {

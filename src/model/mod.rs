@@ -5,4 +5,5 @@ pub mod cost;
 pub mod devconf;
 pub mod frame;
 pub mod hidden;
+pub mod system;
 pub use compute::compute;

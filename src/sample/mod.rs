@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 
 pub mod calibration;
 mod sanitize;
+mod system;
 
 use self::calibration::Calibration;
+pub use self::system::{LoadAvg, MemInfo, RawSystem};
 
 /// Number of softirq vectors (`NR_SOFTIRQS` in include/linux/interrupt.h).
 pub const NR_SOFTIRQS: usize = 10;
@@ -533,6 +535,10 @@ pub struct RawSample {
     /// when all is well, and in recordings made before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Memory, load and uptime for the header meters; `None` in
+    /// recordings made before they were collected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<RawSystem>,
 }
 
 impl RawSample {

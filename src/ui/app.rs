@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::history::History;
+use super::meters::{self, MeterConfig};
 use super::rows::cgroups::{self, CgRow};
 use super::rows::cpus::CpuRows;
 use super::rows::detail::{self, Facts, Pane};
@@ -21,8 +22,8 @@ use super::rows::{LineKind, View, topology};
 use crate::model::frame::{Frame, TaskView};
 use crate::output::columns::{self, ProcColumn, RowCtx};
 
-/// Screen rows above the body (summary, tabs, view header) and below (status).
-pub const CHROME_TOP: u16 = 3;
+/// Screen rows below the body (status); above it are the header meters,
+/// the tabs and the view's title line ([`App::chrome_top`]).
 pub const CHROME_BOTTOM: u16 = 1;
 /// Smallest terminal the TUI draws into; below it shows a note.
 pub const MIN_WIDTH: u16 = 30;
@@ -197,6 +198,8 @@ pub struct App {
     pub group_cgroup: bool,
     pub expanded: std::collections::HashSet<u64>,
     pub cg_rows: Vec<CgRow>,
+    /// The header meters shown and their layout (`m`, `W`).
+    pub meters: MeterConfig,
 }
 
 impl App {
@@ -247,6 +250,7 @@ impl App {
             group_cgroup: false,
             expanded: std::collections::HashSet::new(),
             cg_rows: Vec::new(),
+            meters: MeterConfig::default(),
         };
         app.rebuild();
         app
@@ -292,11 +296,22 @@ impl App {
         }
     }
 
+    /// Lines the header meters take at the current size.
+    pub fn header_rows(&self) -> u16 {
+        meters::height(&self.meters, self.frame.as_ref(), self.width, self.height)
+    }
+
+    /// Screen rows above the body: the header meters, the tabs and the
+    /// view's title line.
+    pub fn chrome_top(&self) -> u16 {
+        self.header_rows() + 2
+    }
+
     /// Rows of list content visible in `view` at the current size.
     pub fn viewport(&self, view: View) -> usize {
         let header = u16::from(view.has_table_header());
         self.height
-            .saturating_sub(CHROME_TOP + CHROME_BOTTOM + header)
+            .saturating_sub(self.chrome_top() + CHROME_BOTTOM + header)
             .max(1) as usize
     }
 

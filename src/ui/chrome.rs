@@ -1,16 +1,17 @@
-//! Everything around a view: the summary line, the tabs, the view's
-//! header line, the status line, and the help and sort-picker overlays.
+//! Everything around a view but the header meters ([`super::meters`]):
+//! the tabs, the view's header line, the status line, and the help and
+//! sort-picker overlays.
 
 use ratatui::Frame as TermFrame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
-use super::style::{STOLEN_MARK_PCT, Sty};
+use super::style::Sty;
 use super::{keymap, tabs, views};
-use crate::output::format::{fmt_pct, fmt_rate, hms};
+use crate::output::format::fmt_pct;
 use crate::sample::Regime;
 
 /// Below the smallest terminal the TUI draws into, a note instead.
@@ -24,52 +25,6 @@ pub(crate) fn too_small(f: &mut TermFrame, area: Rect) -> bool {
     );
     f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }), area);
     true
-}
-
-pub(crate) fn summary_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
-    let Some(f) = &app.frame else {
-        return Line::from(vec![
-            Span::styled("nettop", s.accent()),
-            Span::raw("  waiting for the first interval..."),
-        ]);
-    };
-    let m = &f.summary;
-    let stolen_style = if m.stolen_pct_total >= STOLEN_MARK_PCT {
-        s.stolen()
-    } else {
-        Style::new()
-    };
-    let spans = vec![
-        Span::styled("nettop ", s.accent()),
-        Span::raw(format!("{} {} │ ", f.hostname, hms(f.unix_ms))),
-        Span::styled(
-            format!("top misattributes {:.2} CPUs", m.stolen_pct_total / 100.0),
-            stolen_style,
-        ),
-        Span::raw(format!(
-            " │ {} CPUs us {} sy {} hi {} ",
-            m.cpus_online,
-            fmt_pct(m.usr_pct),
-            fmt_pct(m.sys_pct),
-            fmt_pct(m.irq_pct)
-        )),
-        Span::styled(format!("si {}", fmt_pct(m.soft_pct)), s.net_rx()),
-        Span::raw(format!(
-            " id {} st {} │ ",
-            fmt_pct(m.idle_pct),
-            fmt_pct(m.steal_pct)
-        )),
-        Span::styled(format!("NET_RX {}/s", fmt_rate(m.net_rx_per_s)), s.net_rx()),
-        Span::raw(format!(
-            " pkts {}/s polls {}/s squeeze {}/s │ {} tasks {} procs",
-            fmt_rate(m.packets_per_s),
-            fmt_rate(m.napi_polls_per_s),
-            fmt_rate(m.time_squeeze_per_s),
-            m.tasks,
-            m.processes
-        )),
-    ];
-    Line::from(spans)
 }
 
 pub(crate) fn tab_line<'a>(app: &App, s: &Sty) -> Line<'a> {
@@ -143,6 +98,11 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         _ => {}
     }
     let mut spans = Vec::new();
+    // A key's answer first: the status line keeps what fits.
+    if let Some(m) = &app.message {
+        spans.push(Span::styled(m.as_str(), s.accent()));
+        spans.push(Span::raw(" │ "));
+    }
     if app.paused {
         spans.push(Span::styled(" PAUSED ", s.header()));
         spans.push(Span::raw(" "));
@@ -249,11 +209,44 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     } else {
         spans.push(Span::raw(format!(" │ delay {}s", app.delay)));
     }
-    if let Some(m) = &app.message {
-        spans.push(Span::raw(" │ "));
-        spans.push(Span::styled(m.as_str(), s.accent()));
+    Line::from(spans)
+}
+
+/// What the status line always ends with.
+const HINT: &str = " │ ? help  q quit";
+
+/// The status line in `area`: a prompt across the whole line, else the
+/// state on the left, as many whole parts of it as fit, and the help and
+/// quit keys at the right end, which nothing pushes off.
+pub(crate) fn draw_status(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    let line = status_line(app, s);
+    if !matches!(app.mode, Mode::Normal | Mode::Help(_) | Mode::Fields { .. }) {
+        f.render_widget(Paragraph::new(line), area);
+        return;
     }
-    spans.push(Span::styled(" │ ? help  q quit", s.dim()));
+    let hint_w = HINT.chars().count() as u16;
+    let [left, hint] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(hint_w)]).areas(area);
+    f.render_widget(Paragraph::new(whole_spans(line, left.width)), left);
+    f.render_widget(Paragraph::new(Span::styled(HINT, s.dim())), hint);
+}
+
+/// The spans of `line` up to the first that does not fit `w` whole: the
+/// status line ends early rather than in the middle of a number. The
+/// first is always kept (a message longer than the line shows its start
+/// rather than nothing).
+fn whole_spans(line: Line<'_>, w: u16) -> Line<'_> {
+    let mut used = 0usize;
+    let spans = line
+        .spans
+        .into_iter()
+        .enumerate()
+        .take_while(|(i, sp)| {
+            used += sp.width();
+            *i == 0 || used <= usize::from(w)
+        })
+        .map(|(_, sp)| sp)
+        .collect::<Vec<_>>();
     Line::from(spans)
 }
 

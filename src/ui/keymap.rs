@@ -10,7 +10,7 @@ use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 
-use super::app::{Action, App, CHROME_BOTTOM, CHROME_TOP, Mode};
+use super::app::{Action, App, CHROME_BOTTOM, Mode};
 use super::rows::View;
 use super::tabs::tab_at;
 
@@ -102,6 +102,8 @@ pub enum Command {
     Open,
     WriteConfig,
     Scheme,
+    /// `m`: the header's next mode (full, compact, brief).
+    Header,
     CmdLine,
     Group,
     /// Open (true), close (false) or toggle (None) the cgroup under the cursor.
@@ -305,6 +307,10 @@ pub const KEYMAP: &[Entry] = &[
         help: "htop keys nettop lacks: what to use instead",
     },
     Entry {
+        binds: &[(ch('m'), C::Header)],
+        help: "header meters: full, compact, brief (as top's t/m)",
+    },
+    Entry {
         binds: &[(ch('Z'), C::Scheme)],
         help: "colours: default, light, mono (NO_COLOR: mono)",
     },
@@ -465,6 +471,7 @@ impl App {
             C::Open if view == View::Processes => self.open_detail(),
             C::Open => {}
             C::Scheme => self.next_scheme(),
+            C::Header => self.next_header(),
             C::WriteConfig => return Action::SaveSettings(Box::new(self.settings())),
             C::CmdLine => self.toggle_cmdline(),
             C::Idle => self.toggle_idle(),
@@ -521,13 +528,13 @@ impl App {
             MouseEventKind::ScrollDown => self.move_by(view, WHEEL_STEP as isize),
             MouseEventKind::ScrollUp => self.move_by(view, -(WHEEL_STEP as isize)),
             MouseEventKind::Down(MouseButton::Left) => {
-                if m.row == 1 {
+                if m.row == self.header_rows() {
                     if let Some(v) = tab_at(m.column) {
                         self.set_view(v);
                     }
                     return;
                 }
-                let top = CHROME_TOP + u16::from(view.has_table_header());
+                let top = self.chrome_top() + u16::from(view.has_table_header());
                 let bottom = self.height.saturating_sub(CHROME_BOTTOM);
                 if m.row >= top && m.row < bottom && !view.scrolls_only() {
                     let i = self.pos[view.index()].offset + (m.row - top) as usize;

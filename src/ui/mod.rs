@@ -18,6 +18,7 @@ pub mod fixtures;
 mod habits;
 pub mod history;
 pub mod keymap;
+pub mod meters;
 mod pickers;
 mod plan;
 pub mod prompt;

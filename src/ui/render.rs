@@ -1,15 +1,15 @@
 //! Drawing: `App` state → ratatui buffer. No I/O, no sorting, no lookups
 //! beyond the rows on screen, so a frame costs the same with 50 or 5,000
-//! tasks. The chrome is in [`super::chrome`], each view's body in
-//! [`super::views`].
+//! tasks. The header meters are in [`super::meters`], the rest of the
+//! chrome in [`super::chrome`], each view's body in [`super::views`].
 
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::widgets::Paragraph;
 
-use super::app::{App, CHROME_BOTTOM, CHROME_TOP, Mode};
+use super::app::{App, CHROME_BOTTOM, Mode};
 use super::style::Sty;
-use super::{chrome, pickers, views};
+use super::{chrome, meters, pickers, views};
 
 pub fn draw(f: &mut TermFrame, app: &App) {
     let area = f.area();
@@ -17,15 +17,17 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         return;
     }
     let s = Sty(app.theme);
-    let [summary, tabs, header, body, status] = Layout::vertical([
+    let frame = app.frame.as_ref();
+    let header_h = meters::height(&app.meters, frame, area.width, area.height);
+    let [head, tabs, header, body, status] = Layout::vertical([
+        Constraint::Length(header_h),
         Constraint::Length(1),
         Constraint::Length(1),
-        Constraint::Length(CHROME_TOP - 2),
         Constraint::Min(1),
         Constraint::Length(CHROME_BOTTOM),
     ])
     .areas(area);
-    f.render_widget(Paragraph::new(chrome::summary_line(app, &s)), summary);
+    meters::draw(f, frame, &app.meters, &s, head, area.height);
     f.render_widget(Paragraph::new(chrome::tab_line(app, &s)), tabs);
     f.render_widget(Paragraph::new(chrome::view_header(app, &s)), header);
     // The detail pane covers the list; the list is still built underneath.
@@ -34,7 +36,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     } else {
         views::draw(f, app, &s, body);
     }
-    f.render_widget(Paragraph::new(chrome::status_line(app, &s)), status);
+    chrome::draw_status(f, app, &s, status);
     match &app.mode {
         Mode::Help(off) => chrome::draw_help(f, app, &s, area, *off),
         Mode::Fields { at, moving } => chrome::draw_fields(f, app, &s, area, *at, *moving),

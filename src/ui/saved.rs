@@ -23,6 +23,11 @@ impl App {
             color_scheme: Some(self.theme.scheme),
             hide_kernel_threads: Some(self.hide_kthreads),
             read_only: Some(self.read_only),
+            header: Some(self.meters.mode),
+            meters_left: Some(self.meters.left.clone()),
+            meters_right: Some(self.meters.right.clone()),
+            meters_below: Some(self.meters.below.clone()),
+            cpu_bars: Some(self.meters.cpu_bars),
         }
     }
 
@@ -69,6 +74,22 @@ impl App {
         // The file can turn it on; only the absence of both turns it off.
         if let Some(r) = s.read_only {
             self.read_only |= r;
+        }
+        let m = &mut self.meters;
+        if let Some(h) = s.header {
+            m.mode = h;
+        }
+        for (to, from) in [
+            (&mut m.left, &s.meters_left),
+            (&mut m.right, &s.meters_right),
+            (&mut m.below, &s.meters_below),
+        ] {
+            if let Some(v) = from {
+                to.clone_from(v);
+            }
+        }
+        if let Some(c) = s.cpu_bars {
+            m.cpu_bars = c;
         }
         self.rebuild();
     }

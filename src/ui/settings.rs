@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::meters::{CpuBars, HeaderMode, Meter};
 use super::rows::View;
 use super::style::{Scheme, Theme};
 use crate::output::columns::ProcColumn;
@@ -45,6 +46,15 @@ pub struct Settings {
     /// `true`: no kill, renice, affinity or plan from the TUI, as
     /// `--read-only`. `W` keeps it as it is.
     pub read_only: Option<bool>,
+    /// The header: `full`, `compact` or `brief` (`m`).
+    pub header: Option<HeaderMode>,
+    /// The header's left and right columns and the full-width meters
+    /// under them, top to bottom (htop's left_meters and right_meters).
+    pub meters_left: Option<Vec<Meter>>,
+    pub meters_right: Option<Vec<Meter>>,
+    pub meters_below: Option<Vec<Meter>>,
+    /// The CPU bars side by side: `auto`, `1`, `2`, `4` or `strip`.
+    pub cpu_bars: Option<CpuBars>,
 }
 
 impl Settings {
@@ -64,6 +74,11 @@ impl Settings {
             color_scheme,
             hide_kernel_threads,
             read_only,
+            header,
+            meters_left,
+            meters_right,
+            meters_below,
+            cpu_bars,
         } = o;
         self.view = view.or(self.view);
         self.sort = sort.or(self.sort);
@@ -78,6 +93,11 @@ impl Settings {
         self.color_scheme = color_scheme.or(self.color_scheme);
         self.hide_kernel_threads = hide_kernel_threads.or(self.hide_kernel_threads);
         self.read_only = read_only.or(self.read_only);
+        self.header = header.or(self.header);
+        self.meters_left = meters_left.or(self.meters_left.take());
+        self.meters_right = meters_right.or(self.meters_right.take());
+        self.meters_below = meters_below.or(self.meters_below.take());
+        self.cpu_bars = cpu_bars.or(self.cpu_bars);
     }
 }
 

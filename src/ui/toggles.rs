@@ -1,7 +1,7 @@
 //! The display toggles that change how rows are shown, not which view
 //! or task is under the cursor: COMMAND as names or command lines, idle
-//! tasks listed or hidden, the colour scheme. Each says what it did on the
-//! status line, as top does.
+//! tasks listed or hidden, the colour scheme, the header. Each says what
+//! it did on the status line, as top does.
 
 use super::app::App;
 
@@ -41,5 +41,28 @@ impl App {
                 self.theme.scheme.name()
             )
         });
+    }
+
+    /// `m`: the header's next mode (top's `t` and `m` step through their
+    /// summary lines the same way).
+    pub(crate) fn next_header(&mut self) {
+        self.meters.mode = self.meters.mode.next();
+        let want = self.meters.mode;
+        let shown = super::meters::layout::plan(
+            &self.meters,
+            &super::meters::shape(self.frame.as_ref(), self.width, self.height),
+        )
+        .mode;
+        self.message = Some(if shown == want {
+            format!("header {} (m: next, W: save)", want.name())
+        } else {
+            format!(
+                "header {} (shown {}: the terminal is too small)",
+                want.name(),
+                shown.name()
+            )
+        });
+        // The body grows or shrinks with the header.
+        self.resize(self.width, self.height);
     }
 }

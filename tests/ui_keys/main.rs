@@ -206,11 +206,12 @@ fn pause_holds_frames_back_until_resumed() {
 
 #[test]
 fn scrolling_stops_at_both_ends() {
-    let h = 12; // 12 - 3 chrome - 1 status - 1 header = 7 rows
+    // 12 - 2 header meters - tabs - title - table header - status.
+    let h = 12;
     let mut a = app(h);
     let len = a.rows.len();
     let vp = a.viewport(View::Processes);
-    assert_eq!(vp, 7);
+    assert_eq!((a.header_rows(), vp), (2, 6));
     key(&mut a, KeyCode::Up);
     key(&mut a, KeyCode::PageUp);
     assert_eq!(a.pos[0], Default::default());
@@ -316,8 +317,11 @@ fn mouse_click_selects_and_wheel_scrolls() {
             modifiers: KeyModifiers::NONE,
         })
     };
-    // Body rows start below 3 chrome lines and the table header.
-    a.handle_event(&click(4 + 2, 10));
+    // Body rows start below the chrome (the header meters, the tabs, the
+    // view's title) and the table header.
+    let top = a.chrome_top() + 1;
+    assert_eq!(top, a.header_rows() + 3);
+    a.handle_event(&click(top + 2, 10));
     assert_eq!(a.pos[0].selected, 2);
     let wheel = Event::Mouse(MouseEvent {
         kind: MouseEventKind::ScrollDown,
@@ -328,11 +332,11 @@ fn mouse_click_selects_and_wheel_scrolls() {
     a.handle_event(&wheel);
     assert_eq!(a.pos[0].selected, 5);
     // Clicking a tab switches view; clicking the header row does nothing.
-    a.handle_event(&click(1, 15));
+    a.handle_event(&click(a.header_rows(), 15));
     assert_eq!(a.view, View::Cpus);
-    a.handle_event(&click(3, 15));
+    a.handle_event(&click(top - 1, 15));
     assert_eq!(a.pos[1].selected, 0);
-    a.handle_event(&click(4 + 5, 15));
+    a.handle_event(&click(top + 5, 15));
     assert_eq!(a.pos[1].selected, 5);
 }
 
@@ -395,13 +399,13 @@ fn goto_times_parse() {
     assert_eq!(parse_goto("+1.5", now), Ok(now + 1_500));
     assert_eq!(parse_goto("+1h30m", now), Ok(now + 5_400_000));
     assert_eq!(parse_goto("-500ms", now), Ok(now - 500));
+    // The one time syntax: +0 is "here", as --begin +0s is the start.
+    assert_eq!(parse_goto("+0s", now), Ok(now));
     assert_eq!(
         parse_goto("-99999h", now),
         Ok(now.saturating_sub(99_999 * 3_600_000))
     );
-    for bad in [
-        "", "24:00", "12:60", "1:2:3:4", "+", "+5x", "noon", "-x", "+0s",
-    ] {
+    for bad in ["", "24:00", "12:60", "1:2:3:4", "+", "+5x", "noon", "-x"] {
         assert!(parse_goto(bad, now).is_err(), "{bad} accepted");
     }
 }

@@ -21,14 +21,17 @@
 //! process's command line once and keeps it (both task paths fill their
 //! process rows from it); `system` reads the system-wide files
 //! (`/proc/stat`, `softnet_stat`, the CPU lists, `/sys/class/net`) and
-//! joins them into one row per CPU.
+//! joins them into one row per CPU; `sysinfo` reads memory, load and
+//! uptime for the header meters.
 
 mod cmdline;
+mod sysinfo;
 mod system;
 mod task;
 
 pub use cmdline::{CMDLINE_MAX, CmdlineCache, parse_cmdline, read_cmdline};
 
+pub use sysinfo::{parse_loadavg, parse_meminfo, parse_uptime, read_system};
 pub use system::{
     parse_proc_stat, parse_softnet, read_cpu_times, read_cpus, read_devices, read_online,
     read_softnet,

@@ -398,6 +398,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         devices,
         health,
         cgroups,
+        system: cur.system.as_ref().map(super::system::system_view),
     }
 }
 
@@ -435,6 +436,7 @@ pub fn summarize(cpus: &[CpuView], processes: &[TaskView]) -> Summary {
             .iter()
             .fold(0u32, |n, p| n.saturating_add(p.nr_threads)),
         processes: u32::try_from(processes.len()).unwrap_or(u32::MAX),
+        kthreads: u32::try_from(processes.iter().filter(|p| p.kthread).count()).unwrap_or(u32::MAX),
         ..Default::default()
     }
 }
