@@ -12,7 +12,6 @@
 //! mounting sysfs for the new namespace); without it the softirq's cost
 //! stays unmeasured and the table says so.
 
-use std::ffi::CString;
 use std::io;
 use std::net::UdpSocket;
 use std::sync::Arc;
@@ -20,10 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-
-fn cstr(s: &str) -> Result<CString> {
-    CString::new(s).with_context(|| format!("{s:?} has a NUL byte"))
-}
 
 fn os_err(what: &str) -> anyhow::Error {
     anyhow::Error::new(io::Error::last_os_error()).context(what.to_string())
@@ -81,45 +76,11 @@ impl LoopbackRps {
     /// Moves the calling thread into fresh namespaces and steers loopback
     /// receive work to `cpu`. Call from the (pinned) sender thread only.
     pub fn new(cpu: u32) -> Result<LoopbackRps> {
-        // SAFETY: unshare(2) with namespace flags only affects the calling
-        // thread's nsproxy and fs_struct; no memory is passed.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWNS) } != 0 {
-            return Err(os_err(
-                "unshare(CLONE_NEWNET|CLONE_NEWNS) (needs CAP_SYS_ADMIN)",
-            ));
-        }
-        let root = cstr("/")?;
-        let sys = cstr("/sys")?;
-        let sysfs = cstr("sysfs")?;
-        // SAFETY: valid C strings; makes every mount of this thread's new
-        // mount namespace private, so the sysfs mount below is seen by no
-        // one else.
-        let rc = unsafe {
-            libc::mount(
-                std::ptr::null(),
-                root.as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            return Err(os_err("making the calibration's mounts private"));
-        }
-        // SAFETY: valid C strings; a fresh sysfs shows this thread's network
-        // namespace (and so its own loopback) under /sys/class/net.
-        let rc = unsafe {
-            libc::mount(
-                sysfs.as_ptr(),
-                sys.as_ptr(),
-                sysfs.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            return Err(os_err("mounting sysfs for the calibration's namespace"));
-        }
+        use crate::sys::netns;
+        netns::new_netns()
+            .and_then(|()| netns::private_mounts())
+            .and_then(|()| netns::mount_sysfs(std::path::Path::new("/sys")))
+            .map_err(|e| anyhow::anyhow!("the calibration's loopback namespace: {e}"))?;
         loopback_up()?;
         let path = "/sys/class/net/lo/queues/rx-0/rps_cpus";
         if !std::path::Path::new(path).exists() {

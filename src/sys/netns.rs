@@ -306,40 +306,70 @@ fn errno(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 
-/// The helper thread's setup; see the module comment. Nothing here touches
-/// other threads: `unshare(CLONE_FS | CLONE_NEWNS)` gives this thread its
-/// own root/cwd and a private copy of the mount table.
+/// The helper thread's setup; see the module comment.
 fn enter(fd: i32) -> Result<(), String> {
-    // SAFETY: plain syscalls on this thread; every pointer is a
-    // NUL-terminated literal or null where the kernel accepts null.
-    unsafe {
-        if libc::unshare(libc::CLONE_FS | libc::CLONE_NEWNS) != 0 {
-            return Err(errno("unshare(CLONE_FS|CLONE_NEWNS)"));
-        }
-        if libc::mount(
+    private_mounts()?;
+    enter_net(fd)?;
+    // The old sysfs stays underneath; MNT_DETACH would need it idle.
+    mount_sysfs(std::path::Path::new("/sys"))
+}
+
+/// Gives the calling thread its own root/cwd and a private copy of the
+/// mount table (`unshare(CLONE_FS | CLONE_NEWNS)`), its mounts made
+/// `MS_REC|MS_SLAVE`: what it mounts from now on is seen by no other thread
+/// and never propagates to the host, and it vanishes with the thread. The
+/// one sequence every "look at a namespace from a thread" path uses: the
+/// namespace readers here, the calibration's loopback namespace and the
+/// tests' fixtures.
+pub fn private_mounts() -> Result<(), String> {
+    // SAFETY: unshare(2) with flags only, on this thread.
+    if unsafe { libc::unshare(libc::CLONE_FS | libc::CLONE_NEWNS) } != 0 {
+        return Err(errno("unshare(CLONE_FS|CLONE_NEWNS)"));
+    }
+    // SAFETY: a propagation change of "/": NUL-terminated literal target,
+    // null source, type and data, which the kernel accepts for it.
+    let rc = unsafe {
+        libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_SLAVE,
             std::ptr::null(),
-        ) != 0
-        {
-            return Err(errno("making mounts private"));
-        }
-        if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-            return Err(errno("setns(CLONE_NEWNET)"));
-        }
-        // The old sysfs stays underneath; MNT_DETACH would need it idle.
-        if libc::mount(
+        )
+    };
+    if rc != 0 {
+        return Err(errno("making mounts private"));
+    }
+    Ok(())
+}
+
+/// Mounts a fresh sysfs at `at`: it shows the network namespace of the
+/// calling thread. Call after [`private_mounts`].
+pub fn mount_sysfs(at: &std::path::Path) -> Result<(), String> {
+    let target = CString::new(at.as_os_str().as_encoded_bytes())
+        .map_err(|e| format!("{}: {e}", at.display()))?;
+    // SAFETY: NUL-terminated source, target and type alive for the call;
+    // sysfs takes no data.
+    let rc = unsafe {
+        libc::mount(
             c"sysfs".as_ptr(),
-            c"/sys".as_ptr(),
+            target.as_ptr(),
             c"sysfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
-        ) != 0
-        {
-            return Err(errno("mounting sysfs for the namespace"));
-        }
+        )
+    };
+    if rc != 0 {
+        return Err(errno(&format!("mounting sysfs on {}", at.display())));
+    }
+    Ok(())
+}
+
+/// Moves the calling thread into a new, empty network namespace.
+pub fn new_netns() -> Result<(), String> {
+    // SAFETY: unshare(2) with a flag only, on this thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        return Err(errno("unshare(CLONE_NEWNET) (needs CAP_SYS_ADMIN)"));
     }
     Ok(())
 }
@@ -354,7 +384,7 @@ pub fn with_netns_sockets<T: Send>(
 }
 
 /// `setns(CLONE_NEWNET)` only: this thread's sockets open in the namespace.
-fn enter_net(fd: i32) -> Result<(), String> {
+pub fn enter_net(fd: i32) -> Result<(), String> {
     // SAFETY: setns(2) on this thread with an open nsfs descriptor.
     if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
         return Err(errno("setns(CLONE_NEWNET)"));

@@ -317,53 +317,16 @@ fn in_netns_inner<T: Send>(
     std::thread::scope(|s| {
         let h = s.spawn(|| -> Result<T, String> {
             let fd = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-            // SAFETY: `fd` is an open namespace file alive for the call;
-            // setns changes only this thread's network namespace.
-            if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
-            }
+            nettop::sys::netns::enter_net(fd.as_raw_fd()).map_err(|e| format!("{path}: {e}"))?;
             let Some(dir) = sysfs_dir else {
                 return Ok(f(None));
             };
-            let last = || std::io::Error::last_os_error();
-            // SAFETY: unshare takes flags only; CLONE_NEWNS gives this
-            // thread (which also gets its own fs_struct) a private copy of
-            // the mount table.
-            if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-                return Err(format!("unshare(CLONE_NEWNS): {}", last()));
-            }
-            let root = CString::new("/").map_err(|e| e.to_string())?;
+            // The crate's one sequence: a private mount table for this
+            // thread, then a sysfs that shows `ns`.
+            nettop::sys::netns::private_mounts()?;
+            nettop::sys::netns::mount_sysfs(&dir.join("sys"))?;
             let target = CString::new(dir.join("sys").to_string_lossy().into_owned())
                 .map_err(|e| e.to_string())?;
-            let sysfs = CString::new("sysfs").map_err(|e| e.to_string())?;
-            // SAFETY: valid NUL-terminated strings alive for the call; null
-            // source/type/data are allowed for a propagation change.
-            let rc = unsafe {
-                libc::mount(
-                    std::ptr::null(),
-                    root.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                )
-            };
-            if rc != 0 {
-                return Err(format!("making / private: {}", last()));
-            }
-            // SAFETY: as above; sysfs takes no data. It shows the network
-            // namespace of the mounting thread, which is now `ns`.
-            let rc = unsafe {
-                libc::mount(
-                    sysfs.as_ptr(),
-                    target.as_ptr(),
-                    sysfs.as_ptr(),
-                    0,
-                    std::ptr::null(),
-                )
-            };
-            if rc != 0 {
-                return Err(format!("mounting sysfs on {}: {}", dir.display(), last()));
-            }
             let out = f(Some(dir));
             // SAFETY: unmounts what we mounted above, by the same path.
             unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
