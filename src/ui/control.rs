@@ -24,8 +24,7 @@ const BEFORE_FRAMES: usize = 10;
 
 /// The task's nice value now, as the frame has it.
 fn nice_now(t: &TaskView) -> Option<i32> {
-    let _ = t;
-    None
+    t.nice
 }
 
 /// The target of a task row.
