@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 
 use crate::sample::calibration::Calibration;
-use crate::sample::{HostInfo, RawSample, RawTask, Source};
+use crate::sample::{DeviceGap, HostInfo, RawSample, RawTask, Source};
 use crate::sys::sanitize::Untrusted;
 use crate::sys::sysroot::Sysroot;
 
@@ -194,9 +194,16 @@ impl Collector {
         let netdev::DeviceRead {
             mut devices,
             note: devices_note,
+            gap: devices_gap,
         } = netdev::read_devices(root);
         let others = self.netns.read(root, self.seq, &mut devices);
         devices.extend(others.devices);
+        // Own namespace first: its gap is the larger one.
+        let devices_incomplete = match (devices_gap, others.gap) {
+            (Some(cause), _) => devices_note.clone().map(|why| DeviceGap { cause, why }),
+            (None, Some(cause)) => others.note.clone().map(|why| DeviceGap { cause, why }),
+            (None, None) => None,
+        };
         let mono_ns = crate::sys::clock::clock_ns(libc::CLOCK_MONOTONIC);
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -289,6 +296,7 @@ impl Collector {
             health,
             cgroups,
             notes: devices_note.into_iter().chain(others.note).collect(),
+            devices_incomplete,
         };
         // The boundary: names chosen by other users and drivers are made
         // safe to print before any front end or recording sees them.

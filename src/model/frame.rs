@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sample::{NET_RX, NR_SOFTIRQS, Regime, Source};
+use crate::sample::{DeviceGap, NET_RX, NR_SOFTIRQS, Regime, Source};
 use crate::sys::cgroup::Identity;
 
 /// One task's (thread's or whole process's) figures over the interval.
@@ -300,6 +300,12 @@ pub struct Summary {
     pub net_rx_ns_per_packet: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net_rx_pct_per_gbps: Option<f64>,
+    /// Why `net_rx_pct_per_gbps` is unknown although NET_RX time was
+    /// measured: the device counters leave out devices, so the received
+    /// bytes it would divide by are a part of the whole. Every front end
+    /// shows the figure as n/a with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_pct_per_gbps_unknown: Option<DeviceGap>,
     /// Sum over tasks of stolen %, i.e. CPUs' worth of time top misattributes.
     pub stolen_pct_total: f64,
     /// Sum over tasks of hidden % (estimate).

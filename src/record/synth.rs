@@ -197,6 +197,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
         }),
         cgroups: Vec::new(),
         notes: Vec::new(),
+        devices_incomplete: None,
     }
 }
 

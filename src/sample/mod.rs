@@ -533,6 +533,45 @@ pub struct RawSample {
     /// when all is well, and in recordings made before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Set when `devices` leaves out devices nettop knows exist (other
+    /// network namespaces it could not enter, links that did not decode):
+    /// a figure divided by every device's traffic is then unknown, not
+    /// merely low. `None` in recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices_incomplete: Option<DeviceGap>,
+}
+
+/// Why a sample's device counters do not cover every device of the host.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DeviceGap {
+    pub cause: GapCause,
+    /// The collector's sentence, as the health notes carry it.
+    pub why: String,
+}
+
+/// The kind of gap, a stable word for metric labels.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum GapCause {
+    /// Other network namespaces could not be entered (CAP_SYS_ADMIN).
+    NetnsDenied,
+    /// Other network namespaces failed to answer for another reason.
+    NetnsFailed,
+    /// Links of nettop's own namespace did not decode.
+    LinksLeftOut,
+    /// No device counters at all.
+    Unreadable,
+}
+
+impl GapCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapCause::NetnsDenied => "netns_denied",
+            GapCause::NetnsFailed => "netns_failed",
+            GapCause::LinksLeftOut => "links_left_out",
+            GapCause::Unreadable => "unreadable",
+        }
+    }
 }
 
 impl RawSample {

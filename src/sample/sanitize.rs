@@ -39,6 +39,9 @@ impl Untrusted for RawSample {
         for n in &mut self.notes {
             clean_string(n);
         }
+        if let Some(g) = &mut self.devices_incomplete {
+            clean_string(&mut g.why);
+        }
         // Delegated cgroups are named by their (unprivileged) owners.
         for c in &mut self.cgroups {
             clean_string(&mut c.path);

@@ -415,6 +415,7 @@ pub fn sample(cur: bool, bpf: bool) -> RawSample {
         }),
         cgroups: vec![],
         notes: vec![],
+        devices_incomplete: None,
     }
 }
 

@@ -355,6 +355,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         &napi,
         &costs,
         ctx.dt_ns as f64 / 1e9,
+        cur.devices_incomplete.as_ref(),
         &mut summary,
     );
     summary.net_rx_ns_per_packet = summary.net_rx_ns_per_packet.map(fin);
@@ -452,6 +453,7 @@ pub fn network(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         cpus: s.cpus.clone(),
         napi: s.napi.clone(),
         devices: s.devices.clone(),
+        devices_incomplete: s.devices_incomplete.clone(),
         // For the CPUs' own BPF cost: a few programs, no tasks.
         health: s.health.clone(),
         ..Default::default()
