@@ -362,6 +362,9 @@ pub struct Frame {
     pub unix_ms: u64,
     pub interval_s: f64,
     pub hostname: String,
+    /// The Kubernetes node's name when nettop knows it (`HostInfo`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_name: String,
     pub regime: Regime,
     /// One sentence for users: how this kernel charges interrupt time.
     pub regime_note: String,
@@ -386,6 +389,18 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The host line's name: the hostname, with the Kubernetes node's name
+    /// beside it when that differs ("?" when neither is known).
+    pub fn host_label(&self) -> String {
+        match (self.hostname.as_str(), self.node_name.as_str()) {
+            ("", "") => "?".into(),
+            (h, "") => h.into(),
+            ("", n) => format!("node {n}"),
+            (h, n) if h == n => h.into(),
+            (h, n) => format!("{h} (node {n})"),
+        }
+    }
+
     /// The finest rows the frame has: threads when it carries them (`-H`,
     /// thread view), else processes (one row each; a process's leader TID
     /// is its PID). Per-task evidence (the pinning lint) reads these.

@@ -474,6 +474,10 @@ impl Regime {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct HostInfo {
     pub hostname: String,
+    /// The Kubernetes node's name (the downward API's `NODE_NAME`), which
+    /// need not be the kernel's hostname; empty outside Kubernetes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_name: String,
     pub kernel: String,
     pub boot_id: String,
     pub regime: Regime,

@@ -9,6 +9,7 @@ use crate::sys::sanitize::{REPLACEMENT, Untrusted, clean_string, is_unsafe, sani
 impl Untrusted for HostInfo {
     fn sanitize(&mut self) {
         clean_string(&mut self.hostname);
+        clean_string(&mut self.node_name);
         clean_string(&mut self.kernel);
         clean_string(&mut self.boot_id);
         clean_string(&mut self.regime_source);

@@ -41,7 +41,7 @@ pub(crate) fn summary_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
     };
     let spans = vec![
         Span::styled("nettop ", s.accent()),
-        Span::raw(format!("{} {} │ ", f.hostname, hms(f.unix_ms))),
+        Span::raw(format!("{} {} │ ", f.host_label(), hms(f.unix_ms))),
         Span::styled(
             format!("top misattributes {:.2} CPUs", m.stolen_pct_total / 100.0),
             stolen_style,

@@ -371,6 +371,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         unix_ms: cur.unix_ms,
         interval_s: ctx.dt_ns as f64 / 1e9,
         hostname: host.hostname.clone(),
+        node_name: host.node_name.clone(),
         regime: host.regime,
         regime_note: regime_note(host.regime).to_string(),
         hidden_note: match cur.source {

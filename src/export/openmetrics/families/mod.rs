@@ -166,8 +166,12 @@ fn host(s: &Scrape, o: &mut Samples) {
         Source::Bpf => "bpf",
         Source::ProcOnly => "proc_only",
     };
-    let labels = vec![
-        ("hostname", s.host.hostname.clone()),
+    let mut labels = vec![("hostname", s.host.hostname.clone())];
+    // Only in Kubernetes (NODE_NAME): elsewhere the series stay as they were.
+    if !s.host.node_name.is_empty() {
+        labels.push(("node_name", s.host.node_name.clone()));
+    }
+    labels.extend([
         ("kernel", s.host.kernel.clone()),
         ("regime", regime_label(s.host.regime).to_string()),
         ("source", source.to_string()),
