@@ -277,6 +277,8 @@ impl CgroupResolver {
                 path: k.path,
                 v1: k.v1,
                 cpus,
+                // Named afterwards, from the kubelet's directories.
+                pod: None,
             });
         }
         out.sort_by_key(|c| c.id);

@@ -5,6 +5,7 @@ pub mod bpf;
 pub mod cgroups;
 pub mod facts;
 pub mod netdev;
+pub mod pods;
 pub mod procfs;
 pub mod taskiter;
 
@@ -53,6 +54,9 @@ pub struct Collector {
     netns: netdev::OtherNamespaces,
     /// cgroup ids → paths and cpusets, learnt once and kept.
     cgroups: cgroups::CgroupResolver,
+    /// Pod cgroups → namespace/pod/container, from the kubelet's
+    /// directories on the node.
+    pods: pods::PodNamer,
     /// Each process's command line, read once and kept (both task paths).
     cmdlines: procfs::CmdlineCache,
 }
@@ -107,6 +111,7 @@ impl Collector {
             map_full_seen: 0,
             netns: netdev::OtherNamespaces::default(),
             cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
+            pods: pods::PodNamer::default(),
             cmdlines: procfs::CmdlineCache::default(),
             opts,
         })
@@ -281,7 +286,8 @@ impl Collector {
         // Process rows of either path: the sampler's records carry no
         // command line, and the /proc walk reads only per-task files.
         self.cmdlines.fill(root, &mut procs);
-        let cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
+        let mut cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
+        self.pods.fill(root, &mut cgroups);
         self.seq += 1;
         let mut sample = RawSample {
             seq: self.seq,

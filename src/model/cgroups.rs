@@ -80,7 +80,7 @@ fn new_row(id: u64, raw: Option<&RawCgroup>, cpus: &[CpuView], source: Source) -
         Some(r) => (r.path.clone(), r.v1, r.cpus.clone()),
         None => (String::new(), false, String::new()),
     };
-    let identity = Identity::parse(&path);
+    let identity = Identity::parse(&path).named(raw.and_then(|r| r.pod.as_ref()));
     let name = match (identity.label(), path.is_empty()) {
         (Some(l), _) => l,
         (None, false) => path.clone(),
@@ -171,12 +171,14 @@ mod tests {
                 path: "/system.slice/nginx.service".into(),
                 v1: false,
                 cpus: "1".into(),
+                pod: None,
             },
             RawCgroup {
                 id: 11,
                 path: "/batch".into(),
                 v1: false,
                 cpus: "0".into(),
+                pod: None,
             },
         ];
         let procs = [

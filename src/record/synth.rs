@@ -267,6 +267,7 @@ pub fn sample_with_cgroups(k: u64, ntasks: usize, ncpus: u32, ncgroups: u64) -> 
                 } else {
                     format!("0-{}", ncpus.saturating_sub(1) / 2)
                 },
+                pod: None,
             }
         })
         .collect();

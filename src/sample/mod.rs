@@ -264,6 +264,11 @@ pub struct RawCgroup {
     /// `cpuset.effective_cpus`), as a list; empty when unknown.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cpus: String,
+    /// The Kubernetes pod (and container) the path's ids name, from the
+    /// kubelet's directories on the node (`sys::cgroup::pods`); kept in
+    /// recordings, where the node's directories are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<crate::sys::cgroup::PodName>,
 }
 
 /// `/proc/stat` per-CPU line, clock ticks.

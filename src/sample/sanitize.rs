@@ -47,6 +47,11 @@ impl Untrusted for RawSample {
         for c in &mut self.cgroups {
             clean_string(&mut c.path);
             clean_string(&mut c.cpus);
+            if let Some(p) = &mut c.pod {
+                clean_string(&mut p.namespace);
+                clean_string(&mut p.name);
+                clean_string(&mut p.container);
+            }
         }
         for n in &mut self.napi {
             clean_string(&mut n.dev);

@@ -175,7 +175,7 @@ fn host(s: &Scrape, o: &mut Samples) {
         ("kernel", s.host.kernel.clone()),
         ("regime", regime_label(s.host.regime).to_string()),
         ("source", source.to_string()),
-    ];
+    ]);
     o.push((labels, 1.0));
 }
 
