@@ -77,7 +77,7 @@ type Container struct {
 	Port                     int32    `json:"port"`
 	CPURequest               string   `json:"cpuRequest"`
 	MemoryRequest            string   `json:"memoryRequest"`
-	CPULimit                 string   `json:"cpuLimit"`
+	CPULimit                 string   `json:"cpuLimit,omitempty"`
 	MemoryLimit              string   `json:"memoryLimit"`
 }
 
@@ -300,21 +300,26 @@ func checkDaemonSet(ds *appsv1.DaemonSet) (*Container, error) {
 		return nil, errors.New("no port named metrics")
 	}
 	res := ctr.Resources
+	// Requests for both, a memory limit; a CPU limit is optional (the
+	// chart sets none: throttling would distort the calibration).
 	for _, q := range []struct {
-		l   corev1.ResourceList
-		n   corev1.ResourceName
-		dst *string
+		l        corev1.ResourceList
+		n        corev1.ResourceName
+		dst      *string
+		required bool
 	}{
-		{res.Requests, corev1.ResourceCPU, &c.CPURequest},
-		{res.Requests, corev1.ResourceMemory, &c.MemoryRequest},
-		{res.Limits, corev1.ResourceCPU, &c.CPULimit},
-		{res.Limits, corev1.ResourceMemory, &c.MemoryLimit},
+		{res.Requests, corev1.ResourceCPU, &c.CPURequest, true},
+		{res.Requests, corev1.ResourceMemory, &c.MemoryRequest, true},
+		{res.Limits, corev1.ResourceCPU, &c.CPULimit, false},
+		{res.Limits, corev1.ResourceMemory, &c.MemoryLimit, true},
 	} {
 		v, ok := q.l[q.n]
-		if !ok {
-			return nil, fmt.Errorf("no %s %s", q.n, "request or limit")
+		if !ok && q.required {
+			return nil, fmt.Errorf("no %s in %s", q.n, "requests or limits")
 		}
-		*q.dst = v.String()
+		if ok {
+			*q.dst = v.String()
+		}
 	}
 	return c, nil
 }
