@@ -338,6 +338,15 @@ fn the_daemonset_container_runs_under_podman() {
     let f = frames.last().expect("no JSON frame");
     assert_eq!(f["source"], "bpf", "not the BPF collector: {}", f["health"]);
     assert_eq!(f["node_name"], NODE);
+    // The calibration the serving nettop measured at start, cached in
+    // the in-memory volume on the read-only root, serves the second one.
+    assert!(
+        f["hidden_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("cache /var/cache/nettop/calibration.json")),
+        "{}",
+        f["hidden_note"]
+    );
     let own_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     assert_eq!(
         f["hostname"],
