@@ -13,6 +13,7 @@ fi
 install_system_packages
 install_rust
 install_cargo_deb
+install_k8s_tools
 mount_tracefs
 
 # Tests that need root/BPF/netns fail instead of skipping.

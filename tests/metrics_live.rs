@@ -86,6 +86,7 @@ fn inputs(n: &BTreeMap<String, usize>, cpus: usize, bpf: bool) -> Inputs {
         own_bpf: get("nettop_cpu_own_bpf_ratio") > 0,
         host_packets: get("nettop_net_rx_per_packet_seconds") > 0,
         host_bytes: get("nettop_net_rx_per_byte_seconds") > 0,
+        host_bytes_unknown: get("nettop_net_rx_per_byte_unknown_info") > 0,
     }
 }
 

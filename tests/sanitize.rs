@@ -82,7 +82,16 @@ fn every_string_field_is_cleaned() {
         v1: true,
         cpus: "0-1".into(),
         mem_bytes: Some(1 << 20),
+        pod: Some(nettop::sys::cgroup::PodName {
+            namespace: "ns".into(),
+            name: "web-0".into(),
+            container: "nginx".into(),
+        }),
     }];
+    s.devices_incomplete = Some(nettop::sample::DeviceGap {
+        cause: nettop::sample::GapCause::NetnsDenied,
+        why: "why".into(),
+    });
     if let Some(h) = &mut s.health {
         h.task_source = "iter/task".into();
     }

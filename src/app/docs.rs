@@ -82,6 +82,12 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          /var/cache/nettop); empty counts as unset. The systemd units set it.",
     ),
     (
+        "NODE_NAME",
+        "The Kubernetes node's name (the DaemonSet sets it from the downward API): shown \
+         beside the hostname in the host line, `node_name` in JSON and `nettop_host_info`. \
+         Ignored unless it is a DNS subdomain.",
+    ),
+    (
         "JOURNAL_STREAM",
         "Set by systemd: while stderr is that journal stream, log lines carry syslog \
          priorities (`<3>` to `<6>`) instead of the `nettop:` prefix.",
@@ -122,6 +128,19 @@ pub const FILES: &[(&str, &str)] = &[
          `NETTOP_CACHE_DIR` moves it; `--calibrate` measures again and replaces it, keeping the \
          costs of each other state of the host (its way of delivering IPIs) a calibration saw on \
          this boot.",
+    ),
+    (
+        "/var/log/pods/",
+        "The kubelet's pod log directories (`NAMESPACE_NAME_UID`), and with \
+         `/var/log/containers/` its container links (`POD_NAMESPACE_CONTAINER-ID.log`): \
+         listed, never read, to name a pod cgroup by namespace, pod and container. \
+         Absent off Kubernetes nodes.",
+    ),
+    (
+        "/etc/passwd",
+        "User names for USER through NSS; in a container under the node's PID \
+         namespace, the node's, under `/proc/1/root` (or mounted at `/etc/passwd`, as the \
+         DaemonSet does).",
     ),
     (
         "FILE",

@@ -274,6 +274,8 @@ impl CgroupResolver {
                 v1: k.v1,
                 cpus: read(&cpus_file).unwrap_or_default(),
                 mem_bytes: read(&mem_file).and_then(|t| t.trim().parse().ok()),
+                // Named afterwards, from the kubelet's directories.
+                pod: None,
             });
         }
         out.sort_by_key(|c| c.id);

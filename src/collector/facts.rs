@@ -26,6 +26,12 @@ pub fn detect(root: &Sysroot) -> HostInfo {
         hostname: root
             .read_opt("/proc/sys/kernel/hostname")
             .unwrap_or_default(),
+        // The environment describes the live node, not a --sysroot tree.
+        node_name: if root.is_live() {
+            crate::sys::container::node_name().unwrap_or_default()
+        } else {
+            String::new()
+        },
         boot_id: root
             .read_opt("/proc/sys/kernel/random/boot_id")
             .unwrap_or_default(),

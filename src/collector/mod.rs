@@ -5,6 +5,7 @@ pub mod bpf;
 pub mod cgroups;
 pub mod facts;
 pub mod netdev;
+pub mod pods;
 pub mod procfs;
 pub mod taskiter;
 pub mod unseen;
@@ -14,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 
 use crate::sample::calibration::Calibration;
-use crate::sample::{HostInfo, RawSample, RawTask, Source};
+use crate::sample::{DeviceGap, HostInfo, RawSample, RawTask, Source};
 use crate::sys::sanitize::Untrusted;
 use crate::sys::sysroot::Sysroot;
 
@@ -54,6 +55,9 @@ pub struct Collector {
     netns: netdev::OtherNamespaces,
     /// cgroup ids → paths and cpusets, learnt once and kept.
     cgroups: cgroups::CgroupResolver,
+    /// Pod cgroups → namespace/pod/container, from the kubelet's
+    /// directories on the node.
+    pods: pods::PodNamer,
     /// Each process's command line, read once and kept (both task paths).
     cmdlines: procfs::CmdlineCache,
     /// Processes the sampler's walk leaves out, read through /proc.
@@ -112,6 +116,7 @@ impl Collector {
             map_full_seen: 0,
             netns: netdev::OtherNamespaces::default(),
             cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
+            pods: pods::PodNamer::default(),
             cmdlines: procfs::CmdlineCache::default(),
             unseen: unseen::Unseen::default(),
             page_size: procfs::page_size(),
@@ -214,9 +219,16 @@ impl Collector {
         let netdev::DeviceRead {
             mut devices,
             note: devices_note,
+            gap: devices_gap,
         } = netdev::read_devices(root);
         let others = self.netns.read(root, self.seq, &mut devices);
         devices.extend(others.devices);
+        // Own namespace first: its gap is the larger one.
+        let devices_incomplete = match (devices_gap, others.gap) {
+            (Some(cause), _) => devices_note.clone().map(|why| DeviceGap { cause, why }),
+            (None, Some(cause)) => others.note.clone().map(|why| DeviceGap { cause, why }),
+            (None, None) => None,
+        };
         let mono_ns = crate::sys::clock::clock_ns(libc::CLOCK_MONOTONIC);
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -313,7 +325,8 @@ impl Collector {
         // Process rows of either path: the sampler's records carry no
         // command line, and the /proc walk reads only per-task files.
         self.cmdlines.fill(root, &mut procs);
-        let cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
+        let mut cgroups = self.cgroups.resolve(&mut tasks, &mut procs, sampled);
+        self.pods.fill(root, &mut cgroups);
         self.seq += 1;
         let mut sample = RawSample {
             seq: self.seq,
@@ -329,6 +342,7 @@ impl Collector {
             cgroups,
             notes: devices_note.into_iter().chain(others.note).collect(),
             system: Some(procfs::read_system(root)),
+            devices_incomplete,
         };
         // The boundary: names chosen by other users and drivers are made
         // safe to print before any front end or recording sees them.

@@ -17,7 +17,7 @@ use netlink_packet_core::NlasIterator;
 use netlink_packet_route::link::Stats64;
 
 use super::procfs;
-use crate::sample::RawDevice;
+use crate::sample::{GapCause, RawDevice};
 use crate::sys::rtnl::{self, RtnlError, Stats};
 use crate::sys::sysroot::Sysroot;
 
@@ -88,6 +88,9 @@ pub fn read_netlink() -> Result<(Vec<RawDevice>, Vec<String>), RtnlError> {
 pub struct DeviceRead {
     pub devices: Vec<RawDevice>,
     pub note: Option<String>,
+    /// Set when `devices` leaves out devices that exist (the note says
+    /// which); the sysfs fallback alone is complete.
+    pub gap: Option<GapCause>,
 }
 
 /// Live: one netlink dump, sysfs if it fails. A `--sysroot` tree: sysfs.
@@ -106,6 +109,7 @@ fn read_devices_with(
         Ok(devices) => DeviceRead {
             devices,
             note: why.map(|w| format!("device counters from sysfs: {w}")),
+            gap: None,
         },
         Err(e) => DeviceRead {
             devices: Vec::new(),
@@ -113,6 +117,7 @@ fn read_devices_with(
                 Some(w) => format!("no device counters: {w}; sysfs: {e:#}"),
                 None => format!("no device counters: {e:#}"),
             }),
+            gap: Some(GapCause::Unreadable),
         },
     };
     if !root.is_live() {
@@ -122,6 +127,7 @@ fn read_devices_with(
         Ok((devices, bad)) if bad.is_empty() => DeviceRead {
             devices,
             note: None,
+            gap: None,
         },
         Ok((devices, bad)) => DeviceRead {
             devices,
@@ -130,6 +136,7 @@ fn read_devices_with(
                 bad.len(),
                 bad.join("; ")
             )),
+            gap: Some(GapCause::LinksLeftOut),
         },
         Err(e) => sysfs(Some(e.to_string())),
     }
@@ -148,6 +155,8 @@ const NETNS_REFRESH: u64 = 10;
 #[derive(Default)]
 pub struct OtherNamespaces {
     found: Vec<crate::sys::netns::Found>,
+    /// Namespaces that exist but could not be listed (`netns::enumerate_live_and_hidden`).
+    hidden: usize,
     read_at: Option<u64>,
     own_inode: u64,
 }
@@ -171,14 +180,15 @@ impl OtherNamespaces {
                         out.devices.extend(devs);
                     }
                     Err(e) => {
-                        out.note = Some(format!("netns {}: no device counters: {e:#}", info.name))
+                        out.note = Some(format!("netns {}: no device counters: {e:#}", info.name));
+                        out.gap = Some(GapCause::NetnsFailed);
                     }
                 }
             }
             return out;
         }
         if self.read_at.is_none_or(|at| seq >= at + NETNS_REFRESH) {
-            self.found = netns::enumerate_live();
+            (self.found, self.hidden) = netns::enumerate_live_and_hidden();
             self.own_inode = netns::own_inode().unwrap_or(0);
             self.read_at = Some(seq);
         }
@@ -209,17 +219,25 @@ impl OtherNamespaces {
             .iter()
             .filter(|f| f.contains("not permitted"))
             .count();
-        if denied > 0 && denied == failed.len() {
+        if (denied > 0 || self.hidden > 0) && denied == failed.len() {
             // Not root: one short line, not one per namespace.
+            let n = denied + self.hidden;
+            let find = if self.hidden > 0 {
+                ", and CAP_SYS_PTRACE to find them"
+            } else {
+                ""
+            };
             out.note = Some(format!(
-                "device counters of {denied} other network namespace(s) not read: \
-                 entering them needs CAP_SYS_ADMIN"
+                "device counters of {n} other network namespace(s) not read: \
+                 entering them needs CAP_SYS_ADMIN{find}"
             ));
+            out.gap = Some(GapCause::NetnsDenied);
         } else if !failed.is_empty() {
             out.note = Some(format!(
                 "device counters of network namespaces missing: {}",
                 failed.join("; ")
             ));
+            out.gap = Some(GapCause::NetnsFailed);
         }
         out
     }

@@ -85,7 +85,7 @@ fn new_row(id: u64, raw: Option<&RawCgroup>, cpus: &[CpuView], source: Source) -
         Some(r) => (r.path.clone(), r.v1, r.cpus.clone(), r.mem_bytes),
         None => (String::new(), false, String::new(), None),
     };
-    let identity = Identity::parse(&path);
+    let identity = Identity::parse(&path).named(raw.and_then(|r| r.pod.as_ref()));
     let name = match (identity.label(), path.is_empty()) {
         (Some(l), _) => l,
         (None, false) => path.clone(),
@@ -178,6 +178,7 @@ mod tests {
                 v1: false,
                 cpus: "1".into(),
                 mem_bytes: Some(300 << 20),
+                pod: None,
             },
             RawCgroup {
                 id: 11,
@@ -185,6 +186,7 @@ mod tests {
                 v1: false,
                 cpus: "0".into(),
                 mem_bytes: None,
+                pod: None,
             },
         ];
         let procs = [

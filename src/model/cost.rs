@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::frame::{DeviceView, NapiView, Summary};
+use crate::sample::DeviceGap;
 
 /// One CPU's NET_RX time and napi packets over the interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -64,12 +65,19 @@ pub fn napi_of(napi: &NapiView, dev: &DeviceView) -> bool {
 }
 
 /// Fills the devices' cost from their napi instances, and the summary's
-/// host-wide figures. `dt_s` is the interval.
+/// host-wide figures. `dt_s` is the interval. `gap`: the sample's device
+/// counters leave out devices (other namespaces nettop could not enter),
+/// so the host's received bytes are a part of the whole: the host-wide
+/// figure per Gbit/s is then unknown, with the gap as its reason, rather
+/// than NET_RX time of all traffic over the bytes of some of it. The
+/// per-packet figures count napi packets, which BPF sees in every
+/// namespace, and each device's own figures are its own: both stay.
 pub fn fill_devices(
     devices: &mut [DeviceView],
     napis: &[NapiView],
     cpus: &BTreeMap<u32, CpuCost>,
     dt_s: f64,
+    gap: Option<&DeviceGap>,
     summary: &mut Summary,
 ) {
     for dev in devices.iter_mut() {
@@ -89,6 +97,11 @@ pub fn fill_devices(
     });
     summary.net_rx_ns_per_packet = total.per_packet();
     if dt_s > 0.0 && total.net_rx_ns > 0 {
+        if let Some(g) = gap {
+            summary.net_rx_pct_per_gbps = None;
+            summary.net_rx_pct_per_gbps_unknown = Some(g.clone());
+            return;
+        }
         let pct = total.net_rx_ns as f64 / (dt_s * 1e9) * 100.0;
         let rx: f64 = devices.iter().map(|d| d.rx_bytes_per_s).sum();
         summary.net_rx_pct_per_gbps = pct_per_gbps(pct, rx);

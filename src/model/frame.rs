@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sample::{NET_RX, NR_SOFTIRQS, Regime, Source};
+use crate::sample::{DeviceGap, NET_RX, NR_SOFTIRQS, Regime, Source};
 use crate::sys::cgroup::Identity;
 
 /// One task's (thread's or whole process's) figures over the interval.
@@ -323,6 +323,12 @@ pub struct Summary {
     pub net_rx_ns_per_packet: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net_rx_pct_per_gbps: Option<f64>,
+    /// Why `net_rx_pct_per_gbps` is unknown although NET_RX time was
+    /// measured: the device counters leave out devices, so the received
+    /// bytes it would divide by are a part of the whole. Every front end
+    /// shows the figure as n/a with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_rx_pct_per_gbps_unknown: Option<DeviceGap>,
     /// Sum over tasks of stolen %, i.e. CPUs' worth of time top misattributes.
     pub stolen_pct_total: f64,
     /// Sum over tasks of hidden % (estimate).
@@ -382,6 +388,9 @@ pub struct Frame {
     pub unix_ms: u64,
     pub interval_s: f64,
     pub hostname: String,
+    /// The Kubernetes node's name when nettop knows it (`HostInfo`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_name: String,
     pub regime: Regime,
     /// One sentence for users: how this kernel charges interrupt time.
     pub regime_note: String,
@@ -410,6 +419,18 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The host line's name: the hostname, with the Kubernetes node's name
+    /// beside it when that differs ("?" when neither is known).
+    pub fn host_label(&self) -> String {
+        match (self.hostname.as_str(), self.node_name.as_str()) {
+            ("", "") => "?".into(),
+            (h, "") => h.into(),
+            ("", n) => format!("node {n}"),
+            (h, n) if h == n => h.into(),
+            (h, n) => format!("{h} (node {n})"),
+        }
+    }
+
     /// The finest rows the frame has: threads when it carries them (`-H`,
     /// thread view), else processes (one row each; a process's leader TID
     /// is its PID). Per-task evidence (the pinning lint) reads these.

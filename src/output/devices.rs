@@ -3,25 +3,37 @@
 
 use std::fmt::Write as _;
 
-use crate::model::frame::{DeviceView, Frame};
+use crate::model::frame::{DeviceView, Frame, Summary};
 use crate::topology::XdpMode;
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.prec$}"))
 }
 
+/// The host's receive cost in words, for batch text and the TUI alike:
+/// "NET_RX 812 ns/pkt, 3.1 % of a CPU per Gbit/s received", or with the
+/// second figure "n/a" and its reason when the received bytes it divides
+/// by are known to be incomplete. `None` when there is no figure at all.
+pub fn cost_text(s: &Summary) -> Option<String> {
+    let per_gbps = match (&s.net_rx_pct_per_gbps_unknown, s.net_rx_pct_per_gbps) {
+        (Some(gap), _) => format!("n/a % of a CPU per Gbit/s received ({})", gap.why),
+        (None, v) => format!("{} % of a CPU per Gbit/s received", opt(v, 1)),
+    };
+    let unknown = s.net_rx_pct_per_gbps_unknown.is_some();
+    if s.net_rx_ns_per_packet.is_none() && s.net_rx_pct_per_gbps.is_none() && !unknown {
+        return None;
+    }
+    Some(format!(
+        "NET_RX {} ns/pkt, {per_gbps}",
+        opt(s.net_rx_ns_per_packet, 0)
+    ))
+}
+
 /// "Cost: NET_RX 812 ns/pkt, 3.1 % of a CPU per Gbit/s received".
 pub fn cost_line(out: &mut String, f: &Frame) {
-    let s = &f.summary;
-    if s.net_rx_ns_per_packet.is_none() && s.net_rx_pct_per_gbps.is_none() {
-        return;
+    if let Some(t) = cost_text(&f.summary) {
+        let _ = writeln!(out, "Cost: {t}");
     }
-    let _ = writeln!(
-        out,
-        "Cost: NET_RX {} ns/pkt, {} % of a CPU per Gbit/s received",
-        opt(s.net_rx_ns_per_packet, 0),
-        opt(s.net_rx_pct_per_gbps, 1)
-    );
 }
 
 fn xdp(m: XdpMode) -> &'static str {

@@ -59,11 +59,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         out,
         "nettop - {}  host {}  interval {:.2}s  frame {}",
         format_utc(f.unix_ms),
-        if f.hostname.is_empty() {
-            "?"
-        } else {
-            &f.hostname
-        },
+        f.host_label(),
         f.interval_s,
         f.seq
     );

@@ -212,6 +212,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
         cgroups: Vec::new(),
         notes: Vec::new(),
         system: None,
+        devices_incomplete: None,
     }
 }
 
@@ -283,6 +284,7 @@ pub fn sample_with_cgroups(k: u64, ntasks: usize, ncpus: u32, ncgroups: u64) -> 
                 },
                 // One in three has no memory controller counting it.
                 mem_bytes: (id % 3 != 0).then(|| (id % 7 + 1) << 26),
+                pod: None,
             }
         })
         .collect();

@@ -297,6 +297,11 @@ pub struct RawCgroup {
     /// controller) and in older recordings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_bytes: Option<u64>,
+    /// The Kubernetes pod (and container) the path's ids name, from the
+    /// kubelet's directories on the node (`sys::cgroup::pods`); kept in
+    /// recordings, where the node's directories are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<crate::sys::cgroup::PodName>,
 }
 
 /// `/proc/stat` per-CPU line, clock ticks.
@@ -507,6 +512,10 @@ impl Regime {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct HostInfo {
     pub hostname: String,
+    /// The Kubernetes node's name (the downward API's `NODE_NAME`), which
+    /// need not be the kernel's hostname; empty outside Kubernetes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_name: String,
     pub kernel: String,
     pub boot_id: String,
     pub regime: Regime,
@@ -574,6 +583,45 @@ pub struct RawSample {
     /// recordings made before they were collected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<RawSystem>,
+    /// Set when `devices` leaves out devices nettop knows exist (other
+    /// network namespaces it could not enter, links that did not decode):
+    /// a figure divided by every device's traffic is then unknown, not
+    /// merely low. `None` in recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices_incomplete: Option<DeviceGap>,
+}
+
+/// Why a sample's device counters do not cover every device of the host.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DeviceGap {
+    pub cause: GapCause,
+    /// The collector's sentence, as the health notes carry it.
+    pub why: String,
+}
+
+/// The kind of gap, a stable word for metric labels.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum GapCause {
+    /// Other network namespaces could not be entered (CAP_SYS_ADMIN).
+    NetnsDenied,
+    /// Other network namespaces failed to answer for another reason.
+    NetnsFailed,
+    /// Links of nettop's own namespace did not decode.
+    LinksLeftOut,
+    /// No device counters at all.
+    Unreadable,
+}
+
+impl GapCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapCause::NetnsDenied => "netns_denied",
+            GapCause::NetnsFailed => "netns_failed",
+            GapCause::LinksLeftOut => "links_left_out",
+            GapCause::Unreadable => "unreadable",
+        }
+    }
 }
 
 impl RawSample {

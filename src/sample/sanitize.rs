@@ -9,6 +9,7 @@ use crate::sys::sanitize::{REPLACEMENT, Untrusted, clean_string, is_unsafe, sani
 impl Untrusted for HostInfo {
     fn sanitize(&mut self) {
         clean_string(&mut self.hostname);
+        clean_string(&mut self.node_name);
         clean_string(&mut self.kernel);
         clean_string(&mut self.boot_id);
         clean_string(&mut self.regime_source);
@@ -39,10 +40,18 @@ impl Untrusted for RawSample {
         for n in &mut self.notes {
             clean_string(n);
         }
+        if let Some(g) = &mut self.devices_incomplete {
+            clean_string(&mut g.why);
+        }
         // Delegated cgroups are named by their (unprivileged) owners.
         for c in &mut self.cgroups {
             clean_string(&mut c.path);
             clean_string(&mut c.cpus);
+            if let Some(p) = &mut c.pod {
+                clean_string(&mut p.namespace);
+                clean_string(&mut p.name);
+                clean_string(&mut p.container);
+            }
         }
         for n in &mut self.napi {
             clean_string(&mut n.dev);

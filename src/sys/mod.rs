@@ -7,12 +7,14 @@
 //! task the user picked ([`control`]: signal, renice, affinity), cgroup paths
 //! and mounts ([`cgroup`]), CPU lists ([`cpuset`]), user names
 //! ([`users`]), signals, the sampling clock ([`ticker`]), the one duration
-//! and size syntax ([`units`]) and the sanitiser every untrusted string
-//! passes ([`sanitize`]).
+//! and size syntax ([`units`]), the sanitiser every untrusted string
+//! passes ([`sanitize`]) and, in a container, where the node's own files
+//! and name are ([`container`]).
 
 pub mod bytes;
 pub mod cgroup;
 pub mod clock;
+pub mod container;
 pub mod control;
 pub mod cpuset;
 pub mod netns;

@@ -107,7 +107,27 @@ pub struct Found {
 /// Every network namespace but nettop's own, live. Named ones first (by
 /// name), then process-held ones (by lowest PID); each inode once.
 pub fn enumerate_live() -> Vec<Found> {
+    enumerate_live_and_hidden().0
+}
+
+/// The inode of `/proc/<pid>/net/dev`: procfs gives each network
+/// namespace's entries inodes of their own, and, unlike `ns/net`, any
+/// user may look at them.
+fn proc_net_ino(pid: &str) -> Option<u64> {
+    inode_of(std::path::Path::new(&format!("/proc/{pid}/net/dev")))
+}
+
+/// [`enumerate_live`], and how many other namespaces exist that it could
+/// not list: those of processes whose `ns/net` link nettop may not read
+/// (it needs CAP_SYS_PTRACE for another user's process, or for a root
+/// process with capabilities nettop lacks). They are told apart by
+/// their `/proc/PID/net` entries, which need no privilege, so nettop
+/// knows the device counters it reads leave them out.
+pub fn enumerate_live_and_hidden() -> (Vec<Found>, usize) {
     let own = own_inode();
+    let own_net = proc_net_ino("self");
+    let mut hidden: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
+    let mut listed_net: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
     let mut seen: BTreeMap<u64, Found> = BTreeMap::new();
     let mut named: Vec<(String, std::path::PathBuf)> = Vec::new();
     for dir in ["/run/netns", "/var/run/netns"] {
@@ -158,14 +178,26 @@ pub fn enumerate_live() -> Vec<Found> {
     pids.sort_unstable();
     for pid in pids {
         let link = format!("/proc/{pid}/ns/net");
-        let Some(ino) = std::fs::read_link(&link)
-            .ok()
-            .and_then(|l| parse_ns_link(&l.to_string_lossy()))
-        else {
+        let ino = match std::fs::read_link(&link) {
+            Ok(l) => parse_ns_link(&l.to_string_lossy()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+                let net = proc_net_ino(&pid.to_string());
+                if let Some(n) = net.filter(|n| Some(*n) != own_net) {
+                    hidden.insert(n);
+                }
+                continue;
+            }
+            Err(_) => None,
+        };
+        let Some(ino) = ino else {
             continue;
         };
         if Some(ino) == own {
             continue;
+        }
+        // The same namespace may be hidden behind another process's link.
+        if let Some(n) = proc_net_ino(&pid.to_string()) {
+            listed_net.insert(n);
         }
         match seen.get_mut(&ino) {
             Some(f) => {
@@ -207,7 +239,7 @@ pub fn enumerate_live() -> Vec<Found> {
                 &b.info.name,
             ))
     });
-    v
+    (v, hidden.difference(&listed_net).count())
 }
 
 /// The workload a process belongs to, from its cgroup path.

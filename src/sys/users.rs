@@ -5,6 +5,10 @@
 //! users from LDAP, SSSD or systemd's DynamicUser= are in no file nettop
 //! could read. NSS answers for the machine nettop runs on, not for a
 //! `--sysroot` tree, so a fake root is named from its own `/etc/passwd`.
+//! Nor does it answer for the node when nettop runs in a container with
+//! the host's PID namespace: the image has no passwd, or the wrong one.
+//! There the names come from the node's `/etc/passwd`, seen through PID
+//! 1's root (`sys::container`); the node's NSS-only users show as UIDs.
 //! Lookups may block on a directory server, so only the runners' data
 //! threads call them, never the renderer.
 
@@ -89,7 +93,8 @@ fn nss_lookup(uid: u32, start: usize) -> (Option<String>, usize) {
 enum Source {
     /// The machine's own NSS (the live root).
     Nss,
-    /// A `--sysroot` tree's `/etc/passwd`, read once.
+    /// A `--sysroot` tree's `/etc/passwd`, or the node's seen from a
+    /// container, read once.
     Passwd(HashMap<u32, String>),
 }
 
@@ -102,12 +107,30 @@ pub struct UserNames {
 }
 
 impl UserNames {
-    /// NSS for the live root, `root`'s own passwd for a fake one.
+    /// NSS for the live root, `root`'s own passwd for a fake one, the
+    /// node's passwd in a container under another root than PID 1's.
     pub fn new(root: &Sysroot) -> Self {
-        let source = if root.is_live() {
-            Source::Nss
-        } else {
+        use crate::sys::container::{HostFiles, host_files};
+        let source = if !root.is_live() {
             Source::Passwd(read_users(root))
+        } else {
+            match host_files() {
+                HostFiles::Own => Source::Nss,
+                HostFiles::Via(dir) => {
+                    let names = read_users(&Sysroot::new(&dir));
+                    if names.is_empty() {
+                        log::warn!(
+                            "user names: no users in {}/etc/passwd: USER shows UIDs",
+                            dir.display()
+                        );
+                    }
+                    Source::Passwd(names)
+                }
+                HostFiles::Unknown(why) => {
+                    log::warn!("user names: {why}: USER shows UIDs");
+                    Source::Nss
+                }
+            }
         };
         UserNames {
             source,

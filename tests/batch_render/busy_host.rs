@@ -429,6 +429,7 @@ pub fn sample(cur: bool, bpf: bool) -> RawSample {
         cgroups: vec![],
         notes: vec![],
         system: None,
+        devices_incomplete: None,
     }
 }
 

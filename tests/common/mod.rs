@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod calibration;
+pub mod k8s;
 pub mod mount;
 pub mod netns;
 pub mod parked;

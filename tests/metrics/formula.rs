@@ -41,6 +41,9 @@ pub struct Inputs {
     pub own_bpf: bool,
     pub host_packets: bool,
     pub host_bytes: bool,
+    /// u: the host's cost per byte is unknown (its device counters leave
+    /// out devices); then `host_bytes` is false.
+    pub host_bytes_unknown: bool,
 }
 
 /// The sample names `--metrics-exclude node-exporter` leaves out (the
@@ -125,6 +128,10 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ("nettop_cpu_own_bpf_ratio", b(x.own_bpf) * c),
         ("nettop_net_rx_per_packet_seconds", b(x.host_packets)),
         ("nettop_net_rx_per_byte_seconds", b(x.host_bytes)),
+        (
+            "nettop_net_rx_per_byte_unknown_info",
+            b(x.host_bytes_unknown),
+        ),
         ("nettop_cpu_net_rx_per_packet_seconds", x.units_with_packets),
         (
             "nettop_device_net_rx_per_packet_seconds",

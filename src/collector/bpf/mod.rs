@@ -230,21 +230,22 @@ pub fn preflight() -> Result<()> {
              built with CONFIG_DEBUG_INFO_BTF=y; use --no-bpf for /proc-only estimates"
         );
     }
-    if !has_bpf_caps() {
+    let missing = missing_bpf_caps(effective_caps());
+    if !missing.is_empty() {
         bail!(
-            "not allowed to load BPF: run as root, or grant CAP_BPF and CAP_PERFMON \
-             (sudo setcap cap_bpf,cap_perfmon+ep $(command -v nettop)); or use --no-bpf \
-             for /proc-only estimates"
+            "not allowed to load BPF: {} missing (nettop needs CAP_BPF and CAP_PERFMON, or \
+             CAP_SYS_ADMIN): run as root, or grant them (sudo setcap cap_bpf,cap_perfmon+ep \
+             $(command -v nettop); in a container, add BPF and PERFMON to its capabilities); \
+             or use --no-bpf for /proc-only estimates",
+            missing.join(" and ")
         );
     }
     Ok(())
 }
 
-/// CAP_SYS_ADMIN, or CAP_BPF together with CAP_PERFMON, in the effective set.
-fn has_bpf_caps() -> bool {
-    const CAP_SYS_ADMIN: u32 = 21;
-    const CAP_PERFMON: u32 = 38;
-    const CAP_BPF: u32 = 39;
+/// This thread's effective capabilities (0 when /proc/self/status cannot
+/// be read).
+fn effective_caps() -> u64 {
     // Bytes, not a String: the Name: line is our comm, which is not UTF-8
     // when nettop was started through a non-UTF-8 path.
     let mut status = Vec::new();
@@ -255,16 +256,32 @@ fn has_bpf_caps() -> bool {
     )
     .is_err()
     {
-        return false;
+        return 0;
     }
     let status = String::from_utf8_lossy(&status);
-    let eff = status
+    status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// Which of CAP_BPF and CAP_PERFMON an effective set lacks for loading
+/// and attaching nettop's programs (none with CAP_SYS_ADMIN, which covers
+/// both), so the error names the one a container spec forgot.
+fn missing_bpf_caps(eff: u64) -> Vec<&'static str> {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
     let has = |c: u32| eff & (1u64 << c) != 0;
-    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+    if has(CAP_SYS_ADMIN) {
+        return Vec::new();
+    }
+    [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
+        .into_iter()
+        .filter(|(c, _)| !has(*c))
+        .map(|(_, n)| n)
+        .collect()
 }
 
 /// Tracepoints this kernel has, from the `btf_trace_<name>` typedefs that
@@ -621,6 +638,20 @@ impl Drop for Probe<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error names what a container spec forgot, not both every time.
+    #[test]
+    fn the_missing_capability_is_named() {
+        let cap = |c: u32| 1u64 << c;
+        assert_eq!(missing_bpf_caps(0), ["CAP_BPF", "CAP_PERFMON"]);
+        assert_eq!(missing_bpf_caps(cap(39)), ["CAP_PERFMON"]);
+        assert_eq!(missing_bpf_caps(cap(38)), ["CAP_BPF"]);
+        assert!(missing_bpf_caps(cap(38) | cap(39)).is_empty());
+        assert!(
+            missing_bpf_caps(cap(21)).is_empty(),
+            "CAP_SYS_ADMIN covers both"
+        );
+    }
 
     #[test]
     fn entry_and_exit_are_paired() {

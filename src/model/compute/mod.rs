@@ -365,6 +365,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         &napi,
         &costs,
         ctx.dt_ns as f64 / 1e9,
+        cur.devices_incomplete.as_ref(),
         &mut summary,
     );
     summary.net_rx_ns_per_packet = summary.net_rx_ns_per_packet.map(fin);
@@ -380,6 +381,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         unix_ms: cur.unix_ms,
         interval_s: ctx.dt_ns as f64 / 1e9,
         hostname: host.hostname.clone(),
+        node_name: host.node_name.clone(),
         regime: host.regime,
         regime_note: regime_note(host.regime).to_string(),
         hidden_note: match cur.source {
@@ -464,6 +466,7 @@ pub fn network(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         cpus: s.cpus.clone(),
         napi: s.napi.clone(),
         devices: s.devices.clone(),
+        devices_incomplete: s.devices_incomplete.clone(),
         // For the CPUs' own BPF cost: a few programs, no tasks.
         health: s.health.clone(),
         ..Default::default()

@@ -48,10 +48,29 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// How high in the hierarchy a mount's root is, as mountinfo shows it
+/// relative to nettop's cgroup namespace: `/..` per level above it (the
+/// node's hierarchy mounted into a container with a cgroup namespace of
+/// its own), 0 for its root, below 0 for a sub-tree.
+fn height(root: &str) -> i64 {
+    let parts: Vec<&str> = root.split('/').filter(|c| !c.is_empty()).collect();
+    if parts.iter().all(|c| *c == "..") {
+        parts.len() as i64
+    } else {
+        -(parts.len() as i64)
+    }
+}
+
 impl Mounts {
-    /// Parses `/proc/self/mountinfo`.
+    /// Parses `/proc/self/mountinfo`. Of several cgroup2 mounts the one
+    /// highest in the hierarchy is used: in a container, the node's
+    /// `/sys/fs/cgroup` mounted beside (or over) the runtime's view of the
+    /// container's own cgroup. A root above nettop's cgroup namespace
+    /// (`/../..`) is taken for the hierarchy's root, which is what the
+    /// node's own mount shows, so paths read as on the node.
     pub fn parse_mountinfo(text: &str) -> Mounts {
         let mut m = Mounts::default();
+        let mut v2_height = i64::MIN;
         for l in text.lines() {
             let Some((left, right)) = l.split_once(" - ") else {
                 continue;
@@ -62,7 +81,11 @@ impl Mounts {
                 continue;
             };
             match *fstype {
-                "cgroup2" if m.v2.is_none() => m.v2 = Some((unescape(point), unescape(root))),
+                "cgroup2" if height(root) > v2_height => {
+                    v2_height = height(root);
+                    let r = if v2_height > 0 { "/" } else { root };
+                    m.v2 = Some((unescape(point), unescape(r)));
+                }
                 "cgroup" => {
                     m.v1 = true;
                     let opts = r.get(2).copied().unwrap_or("");
@@ -225,6 +248,26 @@ mod tests {
         let m = Mounts::parse_mountinfo(v1);
         assert_eq!(m.v2, None);
         assert_eq!(m.v1_cpuset.as_deref(), Some("/sys/fs/cgroup/cpu set"));
+    }
+
+    /// A container with a cgroup namespace of its own and the node's
+    /// hierarchy mounted (the DaemonSet on a cgroup v2 node): the node's
+    /// mount is used, whichever comes first, and its paths start at the
+    /// hierarchy's root.
+    #[test]
+    fn the_nodes_hierarchy_wins_over_the_containers_view() {
+        let own = "90 82 0:28 / /sys/fs/cgroup ro,relatime - cgroup2 cgroup2 rw\n";
+        let node = "100 82 0:28 /../../.. /host/cgroup ro,relatime - cgroup2 cgroup2 rw\n";
+        for text in [format!("{own}{node}"), format!("{node}{own}")] {
+            let m = Mounts::parse_mountinfo(&text);
+            assert_eq!(m.v2, Some(("/host/cgroup".into(), "/".into())), "{text}");
+        }
+        // A sub-tree loses to the root; of two sub-trees the shallower wins.
+        let sub = "1 0 0:28 /a/b /x - cgroup2 cgroup2 rw\n2 0 0:28 /c /y - cgroup2 cgroup2 rw\n";
+        let m = Mounts::parse_mountinfo(&format!("{sub}{own}"));
+        assert_eq!(m.v2, Some(("/sys/fs/cgroup".into(), "/".into())));
+        let m = Mounts::parse_mountinfo(sub);
+        assert_eq!(m.v2, Some(("/y".into(), "/c".into())));
     }
 
     /// The premise of the whole design: the sampler's id is the

@@ -62,6 +62,15 @@ pub struct Identity {
     /// Innermost systemd slice (`system.slice`, `user-1000.slice`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
+    /// The pod's namespace, name and the container's name, when the
+    /// node's kubelet directories name the ids above ([`Identity::named`]);
+    /// never from the path itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
 }
 
 /// Container scopes: systemd unit prefix → runtime.
@@ -142,17 +151,36 @@ impl Identity {
         id
     }
 
-    /// A short name for one line of a table: pod and container, else the
-    /// unit, else the slice; `None` when the path names nothing known.
+    /// The names the node gave the pod and container (`pods::PodName`).
+    /// Names only a path that has a pod UID: a name for a path without
+    /// one would come from somewhere else.
+    pub fn named(mut self, pod: Option<&super::PodName>) -> Identity {
+        if let (Some(p), Some(_)) = (pod, &self.pod_uid) {
+            self.namespace = Some(p.namespace.clone());
+            self.pod = Some(p.name.clone());
+            self.container = (!p.container.is_empty()).then(|| p.container.clone());
+        }
+        self
+    }
+
+    /// A short name for one line of a table: pod and container (by
+    /// namespace/name when the node named them, else by their ids), else
+    /// the unit, else the slice; `None` when the path names nothing known.
     pub fn label(&self) -> Option<String> {
         let short = |s: &str| s.chars().take(12).collect::<String>();
-        let ctr = self.container_id.as_deref().map(|c| match &self.runtime {
-            Some(rt) => format!("{rt}:{}", short(c)),
-            None => format!("ctr:{}", short(c)),
-        });
+        let ctr = match (&self.container, self.container_id.as_deref()) {
+            (Some(name), _) => Some(name.clone()),
+            (None, Some(c)) => Some(match &self.runtime {
+                Some(rt) => format!("{rt}:{}", short(c)),
+                None => format!("ctr:{}", short(c)),
+            }),
+            (None, None) => None,
+        };
         let mut parts: Vec<String> = Vec::new();
-        if let Some(p) = &self.pod_uid {
-            parts.push(format!("pod:{}", p.chars().take(8).collect::<String>()));
+        match (&self.namespace, &self.pod, &self.pod_uid) {
+            (Some(ns), Some(pod), _) => parts.push(format!("{ns}/{pod}")),
+            (_, _, Some(p)) => parts.push(format!("pod:{}", p.chars().take(8).collect::<String>())),
+            _ => {}
         }
         parts.extend(ctr);
         if let Some(u) = &self.unit {
@@ -261,6 +289,38 @@ mod tests {
             id.label().as_deref(),
             Some("pod:0f9a5c2e/containerd:4f1c3b5e0d9a")
         );
+    }
+
+    /// Named by the node: namespace/pod/container; the ids stay beside
+    /// them, and a path without a pod takes no name.
+    #[test]
+    fn a_named_pod_reads_by_namespace_and_name() {
+        let p = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{CID}.scope",
+            uid_us()
+        );
+        let name = super::super::PodName {
+            namespace: "shop".into(),
+            name: "web-0".into(),
+            container: "nginx".into(),
+        };
+        let id = Identity::parse(&p).named(Some(&name));
+        assert_eq!(id.label().as_deref(), Some("shop/web-0/nginx"));
+        assert_eq!(
+            (id.pod_uid.as_deref(), id.container_id.as_deref()),
+            (Some(UID), Some(CID))
+        );
+        // The pod's own cgroup (no container link): the pod alone.
+        let pod_only = super::super::PodName {
+            container: String::new(),
+            ..name.clone()
+        };
+        let p = format!("/kubepods/besteffort/pod{UID}/{CID}");
+        let id = Identity::parse(&p).named(Some(&pod_only));
+        assert_eq!(id.label().as_deref(), Some("shop/web-0/ctr:4f1c3b5e0d9a"));
+        let id = Identity::parse("/system.slice/nginx.service").named(Some(&name));
+        assert_eq!(id.label().as_deref(), Some("nginx.service"));
+        assert_eq!(id.pod, None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::output::format::hms;
 use crate::ui::style::Sty;
 
 pub fn host<'a>(f: &Frame, w: u16, s: &Sty) -> Vec<Line<'a>> {
-    let name = || Span::raw(f.hostname.clone());
+    let name = || Span::raw(f.host_label());
     let time = || bold(hms(f.unix_ms));
     first_fit(
         vec![
@@ -30,7 +30,7 @@ pub fn host<'a>(f: &Frame, w: u16, s: &Sty) -> Vec<Line<'a>> {
 /// "rx-2s-16c 12:00:00Z".
 pub fn host_item<'a>(f: &Frame) -> Item<'a> {
     Item::new(
-        vec![Span::raw(format!("{} {}", f.hostname, hms(f.unix_ms)))],
+        vec![Span::raw(format!("{} {}", f.host_label(), hms(f.unix_ms)))],
         compact_priority(Meter::Host),
     )
 }

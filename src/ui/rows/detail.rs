@@ -345,6 +345,13 @@ fn workload(out: &mut Vec<(LineKind, String)>, p: &Pane) {
         out.push((LineKind::Note, format!("path {}", c.path)));
     }
     let id = &c.identity;
+    if let (Some(ns), Some(pod)) = (&id.namespace, &id.pod) {
+        let ctr = id
+            .container
+            .as_ref()
+            .map_or(String::new(), |c| format!(" · container {c}"));
+        out.push((LineKind::Normal, format!("namespace {ns} · pod {pod}{ctr}")));
+    }
     let mut parts = Vec::new();
     if let Some(pod) = &id.pod_uid {
         let qos = id

@@ -20,6 +20,20 @@ use crate::ui::rows::View;
 use crate::ui::rows::devices::{DevRow, DevTopo};
 use crate::ui::style::{Sty, fit};
 
+/// The view's header: the host's receive cost (the batch's "Cost:" line,
+/// n/a with its reason when its denominator is incomplete), then how to
+/// read the table.
+pub(crate) fn header(app: &App) -> String {
+    match app
+        .frame
+        .as_ref()
+        .and_then(|f| crate::output::devices::cost_text(&f.summary))
+    {
+        Some(cost) => format!("Host cost: {cost} │ {HEADER}"),
+        None => HEADER.into(),
+    }
+}
+
 pub(crate) const HEADER: &str = "Per interface (every network namespace) and napi instance (RX queue): packets/s, NET_RX ns per packet, polls/s, packets per poll vs budget, CPUs that polled; XDP mode, RPS CPUs, queue:IRQ → CPUs with RSS weight (w) and flow rules (r)";
 
 pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {

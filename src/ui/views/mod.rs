@@ -43,7 +43,7 @@ pub(crate) fn header(app: &App) -> String {
         View::Processes if app.group_cgroup => cgroups::header(app),
         View::Processes => processes::header(app),
         View::Cpus => cpus::HEADER.into(),
-        View::Devices => devices::HEADER.into(),
+        View::Devices => devices::header(app),
         View::Topology => topology::HEADER.into(),
         View::Pinning => pinning::HEADER.into(),
     }

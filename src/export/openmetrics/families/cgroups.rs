@@ -82,14 +82,22 @@ const INFO: &str = "nettop_cgroup";
 const PROCESSES: &str = "nettop_cgroup_processes";
 const MEMORY: &str = "nettop_cgroup_memory_bytes";
 
+/// The series' identity: the path, and the Kubernetes names beside the
+/// ids when the node named them (empty, i.e. absent to Prometheus,
+/// otherwise). Named `namespace`, `pod` and `container` as Kubernetes'
+/// own metrics are, so queries join them; a PodMonitor scraping nettop
+/// must then honour them (`honorLabels`), or Prometheus renames them to
+/// `exported_*` in favour of nettop's own pod's.
 fn labels(c: &CgroupView) -> Vec<(&'static str, String)> {
+    let id = &c.identity;
+    let get = |v: &Option<String>| v.clone().unwrap_or_default();
     vec![
         ("cgroup", c.path.clone()),
-        ("pod_uid", c.identity.pod_uid.clone().unwrap_or_default()),
-        (
-            "container_id",
-            c.identity.container_id.clone().unwrap_or_default(),
-        ),
+        ("pod_uid", get(&id.pod_uid)),
+        ("container_id", get(&id.container_id)),
+        ("namespace", get(&id.namespace)),
+        ("pod", get(&id.pod)),
+        ("container", get(&id.container)),
     ]
 }
 

@@ -149,6 +149,7 @@ const FAMILIES: &[Def] = &[
     // The cost of a received packet over the last interval (model::cost).
     def(Gauge, "nettop_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet over the last interval, all CPUs", netcost::host_per_packet),
     def(Gauge, "nettop_net_rx_per_byte_seconds", S, "NET_RX softirq time per byte received by all devices over the last interval (x 1.25e8: CPUs busy per Gbit/s)", netcost::host_per_byte),
+    def(Info, "nettop_net_rx_per_byte_unknown", NO, "Present when nettop_net_rx_per_byte_seconds is unknown although NET_RX time was measured: the device counters leave out devices (cause: netns_denied, netns_failed, links_left_out, unreadable)", netcost::host_per_byte_unknown),
     cpu(Gauge, "nettop_cpu_net_rx_per_packet_seconds", S, "NET_RX softirq time per packet polled on the CPU (per node: its NET_RX time over its packets) over the last interval", Fold::Read(netcost::node_per_packet), netcost::cpu_per_packet),
     def(Gauge, "nettop_device_net_rx_per_packet_seconds", S, "NET_RX time per packet polled by the device's napi instances over the last interval", netcost::device_per_packet),
     def(Gauge, "nettop_device_net_rx_per_byte_seconds", S, "NET_RX time charged to the device per byte it received over the last interval (x 1.25e8: CPUs busy per Gbit/s)", netcost::device_per_byte),
@@ -166,12 +167,16 @@ fn host(s: &Scrape, o: &mut Samples) {
         Source::Bpf => "bpf",
         Source::ProcOnly => "proc_only",
     };
-    let labels = vec![
-        ("hostname", s.host.hostname.clone()),
+    let mut labels = vec![("hostname", s.host.hostname.clone())];
+    // Only in Kubernetes (NODE_NAME): elsewhere the series stay as they were.
+    if !s.host.node_name.is_empty() {
+        labels.push(("node_name", s.host.node_name.clone()));
+    }
+    labels.extend([
         ("kernel", s.host.kernel.clone()),
         ("regime", regime_label(s.host.regime).to_string()),
         ("source", source.to_string()),
-    ];
+    ]);
     o.push((labels, 1.0));
 }
 

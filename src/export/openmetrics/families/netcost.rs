@@ -40,6 +40,19 @@ pub(super) fn host_per_byte(s: &Scrape, o: &mut Samples) {
     }
 }
 
+/// Why the host's figure per byte is missing, when the model knows: a
+/// missing gauge alone reads as "no traffic", and a dashboard should say
+/// "unknown, because".
+pub(super) fn host_per_byte_unknown(s: &Scrape, o: &mut Samples) {
+    let gap = s
+        .net
+        .as_ref()
+        .and_then(|f| f.summary.net_rx_pct_per_gbps_unknown.as_ref());
+    if let Some(g) = gap {
+        o.push((vec![("cause", g.cause.as_str().to_string())], 1.0));
+    }
+}
+
 pub(super) fn cpu_per_packet(s: &Scrape, o: &mut Samples) {
     for c in s.net.iter().flat_map(|f| &f.cpus) {
         if let Some(v) = c.net_rx_ns_per_packet {
