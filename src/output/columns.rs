@@ -47,6 +47,9 @@ pub enum ProcColumn {
     Gap,
     Stolen,
     Hidden,
+    /// Its own run time the kernel billed to the threads its reschedule
+    /// IPIs woke, given back in TRUE%: why TRUE% may exceed ONCPU%.
+    Rebill,
     Hardirq,
     Sysvec,
     Softirq,
@@ -74,7 +77,7 @@ use ProcColumn as P;
 /// TOP%, TRUE%, STOLEN%, HIDDEN~%, NET_RX%, RES and MEM%: nettop's own
 /// figures first, then the memory an htop user looks for; GAP (TOP% −
 /// TRUE%, readable from the two) and USER come back from 86 columns on.
-pub const PRIORITY: [ProcColumn; 25] = [
+pub const PRIORITY: [ProcColumn; 26] = [
     P::Pid,
     P::Top,
     P::True,
@@ -98,6 +101,7 @@ pub const PRIORITY: [ProcColumn; 25] = [
     P::Shr,
     P::Priority,
     P::Nice,
+    P::Rebill,
     P::Node,
     P::Affinity,
 ];
@@ -164,7 +168,7 @@ pub fn traced(f: &Frame) -> bool {
 
 impl ProcColumn {
     /// Display order (COMMAND last, as in top), which `<`/`>` walk.
-    pub const ALL: [ProcColumn; 27] = [
+    pub const ALL: [ProcColumn; 28] = [
         P::Pid,
         P::User,
         P::Priority,
@@ -176,6 +180,7 @@ impl ProcColumn {
         P::Gap,
         P::Stolen,
         P::Hidden,
+        P::Rebill,
         P::Hardirq,
         P::Sysvec,
         P::Softirq,
@@ -208,6 +213,7 @@ impl ProcColumn {
             P::Gap => "GAP",
             P::Stolen => "STOLEN%",
             P::Hidden => "HIDDEN~%",
+            P::Rebill => "REBILL%",
             P::Hardirq => "HI%",
             P::Sysvec => "SYSV%",
             P::Softirq => "SI%",
@@ -254,6 +260,7 @@ impl ProcColumn {
             P::Gap => "TOP% minus TRUE%: what top gets wrong",
             P::Stolen => "HI% + SI%: irq work run on its time for others",
             P::Hidden => "estimate: untraced cost of its interruptions",
+            P::Rebill => "its time billed to threads it woke; in TRUE%",
             P::Hardirq => "stolen: hardirq, devices + system vectors",
             P::Sysvec => "stolen: system vectors (timer, IPIs) of HI%",
             P::Softirq => "stolen: softirq, all vectors",
@@ -287,6 +294,7 @@ impl ProcColumn {
             P::Gap => 5,
             P::Stolen => 8,
             P::Hidden => 8,
+            P::Rebill => 7,
             P::Hardirq => 4,
             P::Sysvec => 5,
             P::Softirq => 4,
@@ -324,7 +332,7 @@ impl ProcColumn {
     fn traced_only(self) -> bool {
         matches!(
             self,
-            P::Hidden | P::Sysvec | P::Softirq | P::NetRx | P::Inline | P::IrqRate
+            P::Hidden | P::Rebill | P::Sysvec | P::Softirq | P::NetRx | P::Inline | P::IrqRate
         )
     }
 
@@ -337,6 +345,7 @@ impl ProcColumn {
             P::Gap => t.gap_pct(),
             P::Stolen | P::Trend => t.stolen_pct,
             P::Hidden => t.hidden_pct,
+            P::Rebill => t.rebilled_pct,
             P::Hardirq => t.hi_pct(),
             P::Sysvec => t.sysvec_pct,
             P::Softirq => t.si_pct(),
@@ -433,6 +442,7 @@ impl ProcColumn {
             P::Gap => "gap",
             P::Stolen => "stolen",
             P::Hidden => "hidden",
+            P::Rebill => "rebill",
             P::Hardirq => "hi",
             P::Sysvec => "sysv",
             P::Softirq => "si",

@@ -288,6 +288,16 @@ pub fn body_lines(p: &Pane, cx: &RowCtx, replay: bool) -> Vec<(LineKind, String)
 }
 
 fn stolen_split(out: &mut Vec<(LineKind, String)>, t: &TaskView, cx: &RowCtx) {
+    if t.rebilled_pct >= 0.05 {
+        out.push((
+            LineKind::Note,
+            format!(
+                "TRUE% includes REBILL% {}: its own time the kernel billed to the threads its \
+                 wake-ups (reschedule IPIs) woke, so TRUE% may exceed ONCPU%",
+                fmt_pct(t.rebilled_pct)
+            ),
+        ));
+    }
     out.push((LineKind::Heading, "Stolen from it".into()));
     if !cx.traced {
         out.push((
@@ -517,6 +527,33 @@ mod tests {
 
     fn cx() -> (std::collections::HashMap<u32, String>, Vec<Option<u32>>) {
         (fixtures::users(), Vec::new())
+    }
+
+    /// TRUE% above ONCPU% is explained where one reads the task, not left
+    /// to contradict "what it really got".
+    #[test]
+    fn rebilled_time_is_explained() {
+        let mut f = fixtures::busy_host();
+        let t = f.processes.iter_mut().find(|t| t.pid == 880).unwrap();
+        t.rebilled_pct = 3.5;
+        let p = pane(Some(880), Some(&f), &Facts::default(), None).unwrap();
+        let (users, nodes) = cx();
+        let rc = RowCtx {
+            users: &users,
+            cpu_node: &nodes,
+            traced: true,
+            cmdline: false,
+        };
+        let text: Vec<String> = body_lines(&p, &rc, false)
+            .into_iter()
+            .map(|l| l.1)
+            .collect();
+        assert!(
+            text.iter()
+                .any(|l| l.starts_with("TRUE% includes REBILL% 3.5")),
+            "{text:?}"
+        );
+        assert_eq!(ProcColumn::Rebill.text(&p.task, &rc), "3.5");
     }
 
     #[test]

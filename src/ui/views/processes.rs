@@ -53,7 +53,7 @@ pub(crate) fn header(app: &App) -> String {
         t.push_str(&format!(" · following {p}"));
     }
     t.push_str(&format!(
-        " │ TOP% = what top shows, TRUE% = what it really got, STOLEN% = irq work run on its time (! ≥ {STOLEN_MARK_PCT:.0}%), HIDDEN~% = its untraced cost (estimate)"
+        " │ TOP% = what top shows, TRUE% = what it really got for its own work (with REBILL%, its time the kernel billed to threads it woke: TRUE% may exceed ONCPU%), STOLEN% = irq work run on its time (! ≥ {STOLEN_MARK_PCT:.0}%), HIDDEN~% = its untraced cost (estimate)"
     ));
     t
 }
