@@ -231,34 +231,6 @@ fn cpu_table(out: &mut String, f: &Frame) {
     }
 }
 
-fn napi_table(out: &mut String, f: &Frame) {
-    let active: Vec<_> = f.napi.iter().filter(|n| n.polls_per_s > 0.0).collect();
-    if active.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "\nNAPI DEV              ID  polls/s   pkts/s pkts/poll budget bexh/s ns/pkt CPUS"
-    );
-    for n in active {
-        let cpus: Vec<String> = n.cpus.iter().map(u32::to_string).collect();
-        let _ = writeln!(
-            out,
-            "     {:<12} {:>6} {:>8} {:>8} {:9.1} {:>6} {:>6} {:>6} {}",
-            n.dev,
-            n.napi_id,
-            fmt_rate(n.polls_per_s),
-            fmt_rate(n.packets_per_s),
-            n.work_per_poll,
-            n.budget,
-            fmt_rate(n.budget_exhausted_per_s),
-            n.net_rx_ns_per_packet
-                .map_or("-".to_string(), |x| format!("{x:.0}")),
-            cpus.join(",")
-        );
-    }
-}
-
 /// Rows in display order: most stolen first, then most CPU by top's
 /// measure, then by id so equal rows never swap between frames.
 pub fn sorted_rows<'a>(f: &'a Frame, o: &TextOptions) -> Vec<&'a TaskView> {
@@ -324,7 +296,6 @@ pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
     let mut out = String::with_capacity(8192);
     header(&mut out, frame, opts);
     cpu_table(&mut out, frame);
-    napi_table(&mut out, frame);
     super::devices::device_table(&mut out, frame);
     if opts.group_cgroup {
         super::cgroups::table(&mut out, frame, opts.max_rows);
