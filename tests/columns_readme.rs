@@ -8,6 +8,7 @@ mod common;
 
 use nettop::model::devconf::DeviceConfigs;
 use nettop::model::frame::Frame;
+use nettop::output::cpus::CpuField;
 use nettop::output::devices::DevField;
 use nettop::output::fields::Field;
 use nettop::output::text::{TextOptions, render_frame};
@@ -222,19 +223,88 @@ fn tui_screen(frame: Frame, view: View, topo: Option<&HostTopology>, w: u16) -> 
         .collect()
 }
 
-/// The line that starts with `first` (the table's first header), and the
-/// lines under it up to the first blank one.
-fn table_at(lines: &[String], first: &str) -> (String, Vec<String>) {
-    let h = lines
-        .iter()
-        .position(|l| l.starts_with(first))
-        .unwrap_or_else(|| panic!("no {first} header in:\n{}", lines.join("\n")));
-    let rows = lines[h + 1..]
-        .iter()
-        .take_while(|l| !l.trim().is_empty())
-        .cloned()
-        .collect();
-    (lines[h].clone(), rows)
+/// The cells of `line` laid out as `cols` are: each its width, one space
+/// between, the last to the end of the line; trimmed.
+fn cells<F: Field>(line: &str, cols: &[F]) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut at = 0;
+    let mut out = Vec::new();
+    for (i, c) in cols.iter().enumerate() {
+        let end = if i + 1 == cols.len() {
+            chars.len()
+        } else {
+            (at + c.width() as usize).min(chars.len())
+        };
+        out.push(
+            chars[at.min(end)..end]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .to_string(),
+        );
+        at = end + 1;
+    }
+    out
+}
+
+/// The TUI and batch text show one table `F`. `tui` and `batch` are the
+/// screen's and the text's lines; the TUI's terminal is wide enough for
+/// every column. Both headers name the table's columns in order (batch
+/// all but the TUI's own); every row batch prints is on screen, found by
+/// its first cell, with the same text in every column batch prints but
+/// those `skip` names (drawn differently on screen, as a bar).
+fn one_table<F: Field + std::fmt::Debug>(tui: &[String], batch: &[String], skip: &[F]) {
+    let first = F::ALL[0].title();
+    let start = |lines: &[String]| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(first))
+            .unwrap_or_else(|| panic!("no {first} header in:\n{}", lines.join("\n")))
+    };
+    let rows = |lines: &[String], at: usize| -> Vec<String> {
+        lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with("regime "))
+            .cloned()
+            .collect()
+    };
+    let (t, b) = (start(tui), start(batch));
+    let all: Vec<F> = F::ALL.to_vec();
+    let printed: Vec<F> = all.iter().copied().filter(|c| !c.tui_only()).collect();
+    let title = |c: &F| c.title().to_string();
+    let tui_head = cells(&tui[t], &all);
+    for (c, h) in all.iter().zip(&tui_head) {
+        // The TUI's own columns may say more on screen (a sparkline's
+        // scale after its series' name).
+        let name = if c.tui_only() {
+            c.title().split(' ').next().unwrap_or_default()
+        } else {
+            c.title()
+        };
+        assert!(h.starts_with(name), "TUI header of {c:?}: {h:?}");
+    }
+    assert_eq!(
+        cells(&batch[b], &printed),
+        printed.iter().map(title).collect::<Vec<_>>(),
+        "batch header"
+    );
+    let (tui_rows, batch_rows) = (rows(tui, t), rows(batch, b));
+    assert!(!batch_rows.is_empty(), "{}", batch.join("\n"));
+    for line in &batch_rows {
+        let bc = cells(line, &printed);
+        let row = tui_rows
+            .iter()
+            .map(|l| cells(l, &all))
+            .find(|tc| tc[0] == bc[0])
+            .unwrap_or_else(|| panic!("no row {:?} on screen:\n{}", bc[0], tui.join("\n")));
+        for (c, text) in printed.iter().zip(&bc) {
+            if skip.contains(c) {
+                continue;
+            }
+            let on_screen = &row[all.iter().position(|x| x == c).unwrap()];
+            assert_eq!(on_screen, text, "row {:?}, {c:?}: TUI vs batch", bc[0]);
+        }
+    }
 }
 
 /// The TUI's Devices/NAPI view and batch text's device table are one
@@ -250,45 +320,36 @@ fn table_at(lines: &[String], first: &str) -> (String, Vec<String>) {
 fn tui_and_batch_device_tables_are_one_table() {
     let topo = busy_topology();
     let frame = fixtures::busy_host();
-    let screen = tui_screen(frame.clone(), View::Devices, Some(&topo), 220);
+    let screen = tui_screen(frame.clone(), View::Devices, Some(&topo), 240);
     let mut joined = frame;
     joined.attach_config(&topo);
     let text = render_frame(&joined, &TextOptions::default());
-    let batch_lines: Vec<String> = text.lines().map(String::from).collect();
-    let first = DevField::ALL[0].title();
-    let (tui_head, tui_rows) = table_at(&screen, first);
-    let (batch_head, batch_rows) = table_at(&batch_lines, first);
-    let titles = |keep: &dyn Fn(DevField) -> bool| -> Vec<String> {
-        DevField::ALL
-            .iter()
-            .filter(|c| keep(**c))
-            .map(|c| c.title().to_string())
-            .collect()
-    };
-    assert_eq!(words(&tui_head), titles(&|_| true), "TUI header");
-    assert_eq!(
-        words(&batch_head),
-        titles(&|c| !c.tui_only()),
-        "batch header"
-    );
-    // Every device batch prints, with the same cells on screen; and the
-    // configuration made it to both (XDP is the frame's, not a blank).
-    let devices: Vec<&String> = batch_rows.iter().filter(|l| !l.starts_with(' ')).collect();
-    assert!(!devices.is_empty(), "{text}");
-    for b in devices {
-        let label = b.split("  ").next().unwrap();
-        let t = tui_rows
-            .iter()
-            .find(|l| l.starts_with(label))
-            .unwrap_or_else(|| panic!("no {label} on screen:\n{}", screen.join("\n")));
-        assert_eq!(words(t), words(b), "{label}: TUI vs batch");
-    }
-    let nic = |rows: &[String]| rows.iter().find(|l| l.starts_with("ens1f0np0")).cloned();
-    for row in [nic(&tui_rows), nic(&batch_rows)] {
-        let row = row.expect("the NIC's line");
+    let batch: Vec<String> = text.lines().map(String::from).collect();
+    one_table::<DevField>(&screen, &batch, &[DevField::BudgetUse]);
+    // The configuration made it to both: XDP is the topology's, not a
+    // placeholder.
+    for lines in [&screen, &batch] {
+        let nic = lines.iter().find(|l| l.starts_with("ens1f0np0")).unwrap();
         assert!(
-            row.contains(" generic ") && row.contains("q0:120→3"),
-            "{row}"
+            nic.contains(" generic ") && nic.contains("q0:120→3"),
+            "{nic}"
         );
     }
+}
+
+/// The TUI's CPUs view and batch text's CPU table are one table, as the
+/// device tables are: columns from `CpuField::ALL`, cells from
+/// `CpuField::cell`, the victims from `output::cpus::victims`.
+#[test]
+fn tui_and_batch_cpu_tables_are_one_table() {
+    let frame = fixtures::busy_host();
+    let screen = tui_screen(frame.clone(), View::Cpus, None, 300);
+    let text = render_frame(&frame, &TextOptions::default());
+    let batch: Vec<String> = text.lines().map(String::from).collect();
+    one_table::<CpuField>(&screen, &batch, &[]);
+}
+
+#[test]
+fn readme_lists_the_cpu_columns() {
+    readme_matches::<CpuField>("### Per CPU", "| CPU column | meaning |");
 }

@@ -3,6 +3,7 @@
 pub mod calibration;
 pub mod cgroups;
 pub mod columns;
+pub mod cpus;
 pub mod devices;
 pub mod fields;
 pub mod format;
