@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::columns::{self, ProcColumn, RowCtx};
+use super::fields::{batch_columns, text_line};
 use super::format::fmt_rate;
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
@@ -195,25 +196,11 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
         traced: columns::traced(f),
         cmdline: o.cmdline,
     };
-    let cells = |out: &mut String, text: &dyn Fn(ProcColumn) -> String| {
-        let mut line = String::new();
-        for c in ProcColumn::ALL.into_iter().filter(|c| !c.tui_only()) {
-            let t = text(c);
-            let w = c.width() as usize;
-            if c == ProcColumn::Command {
-                line.push_str(&t);
-            } else if c.numeric() {
-                let _ = write!(line, "{t:>w$} ");
-            } else {
-                let _ = write!(line, "{t:<w$} ");
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-    };
+    let cols: Vec<ProcColumn> = batch_columns();
     out.push('\n');
-    cells(out, &|c| c.header(cx.traced, o.threads));
+    text_line(out, &cols, |c| c.header(cx.traced, o.threads));
     for t in sorted_rows(f, o) {
-        cells(out, &|c| c.text(t, &cx));
+        text_line(out, &cols, |c| c.text(t, &cx));
     }
 }
 
