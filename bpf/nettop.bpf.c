@@ -1098,6 +1098,68 @@ struct task_struct___cpu {
 	unsigned int cpu;
 } __attribute__((preserve_access_index));
 
+/*
+ * The mm's resident page counters, read as /proc/PID/statm reads them
+ * (get_mm_counter). Since 6.2 each is a per-CPU counter whose central
+ * `count` is what get_mm_counter returns (percpu_counter_read_positive);
+ * before, one atomic each (struct mm_rss_stat). Both layouts are named
+ * here and told apart by which one the running kernel has, so the
+ * program loads on either and a kernel with neither only loses memory.
+ */
+struct percpu_counter___nt {
+	s64 count;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___pcpu {
+	struct percpu_counter___nt rss_stat[4];
+} __attribute__((preserve_access_index));
+
+struct mm_rss_stat___atomic {
+	atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___atomic {
+	struct mm_rss_stat___atomic rss_stat;
+} __attribute__((preserve_access_index));
+
+/* enum in include/linux/mm_types_task.h, unchanged since 4.5. */
+#define NT_MM_FILEPAGES 0
+#define NT_MM_ANONPAGES 1
+#define NT_MM_SHMEMPAGES 3
+
+static __always_inline __u64 positive(s64 v)
+{
+	return v > 0 ? (__u64)v : 0;
+}
+
+/* Fills the record's mm fields from the task's address space, if it has
+ * one (kernel threads and zombies do not: the flag stays clear). */
+static __always_inline void read_mm(struct task_struct *task, struct nt_task_rec *r)
+{
+	struct mm_struct *mm = task->mm;
+	struct mm_struct___pcpu *pc = (void *)mm;
+	struct mm_struct___atomic *at = (void *)mm;
+	s64 file, anon, shmem;
+
+	if (!mm)
+		return;
+	if (bpf_core_field_exists(pc->rss_stat[0].count)) {
+		file = pc->rss_stat[NT_MM_FILEPAGES].count;
+		anon = pc->rss_stat[NT_MM_ANONPAGES].count;
+		shmem = pc->rss_stat[NT_MM_SHMEMPAGES].count;
+	} else if (bpf_core_field_exists(at->rss_stat.count)) {
+		file = BPF_CORE_READ(at, rss_stat.count[NT_MM_FILEPAGES].counter);
+		anon = BPF_CORE_READ(at, rss_stat.count[NT_MM_ANONPAGES].counter);
+		shmem = BPF_CORE_READ(at, rss_stat.count[NT_MM_SHMEMPAGES].counter);
+	} else {
+		return;
+	}
+	r->vm_pages = mm->total_vm;
+	r->rss_anon = positive(anon);
+	r->rss_shared = positive(file) + positive(shmem);
+	r->rec_flags |= NT_REC_MM;
+}
+
 SEC("iter/task")
 int sample_tasks(struct bpf_iter__task *ctx)
 {
@@ -1155,6 +1217,12 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	 * larger host has a task pinned (nr_cpus_allowed says so). */
 	bpf_core_read(&r.cpus_mask, sizeof(r.cpus_mask), &task->cpus_mask);
 	__builtin_memcpy(r.comm, task->comm, sizeof(r.comm));
+	r.prio = task->prio;
+	r.static_prio = task->static_prio;
+	/* Threads share their leader's address space: user space gives its
+	 * figures to the group's other rows. */
+	if (r.tid == r.tgid)
+		read_mm(task, &r);
 
 join:
 	key = r.tid;

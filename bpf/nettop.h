@@ -118,6 +118,9 @@ struct nt_tomb {
 /* Identity and process-wide fields are filled (always with thread rows;
  * otherwise only on the group leader's record). */
 #define NT_REC_FULL 4
+/* The mm fields are filled: a full record of a group leader that has an
+ * address space (kernel threads and zombies have none). */
+#define NT_REC_MM 8
 #define NT_REC_MASK_WORDS 4
 struct nt_task_rec {
 	__u32 tgid;
@@ -136,6 +139,12 @@ struct nt_task_rec {
 	__u64 sig_stime;
 	__u64 sig_runtime;
 	__u64 cgroup_id;
+	/* mm (NT_REC_MM), in pages as /proc/PID/statm counts them: total_vm
+	 * (VIRT), resident anonymous pages, resident file + shmem pages (SHR;
+	 * RES is both). */
+	__u64 vm_pages;
+	__u64 rss_anon;
+	__u64 rss_shared;
 	__u64 cpus_mask[NT_REC_MASK_WORDS];
 	__u32 state;
 	__u32 exit_state;
@@ -144,6 +153,10 @@ struct nt_task_rec {
 	__u32 nr_cpus_allowed;
 	__u32 nr_threads;
 	__u32 rec_flags;
+	/* task->prio and ->static_prio: /proc's priority is prio - 100, its
+	 * nice static_prio - 120. */
+	__s32 prio;
+	__s32 static_prio;
 	__u32 _pad;
 	char comm[16];
 };

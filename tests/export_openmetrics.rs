@@ -194,7 +194,26 @@ fn cgroup_metrics_are_bounded_with_the_rest_summed_into_other() {
     );
     let count = cg.iter().find(|f| f.name == "nettop_cgroups").unwrap();
     assert_eq!(count.samples[0].1, 500.0);
-    for f in cg.iter().filter(|f| f.name != "nettop_cgroups") {
+    // Memory only where a controller counts it (synth: two cgroups in
+    // three), "other" included, as the sum of the known ones.
+    let mem = cg
+        .iter()
+        .find(|f| f.name == "nettop_cgroup_memory_bytes")
+        .unwrap();
+    assert!(
+        (30..51).contains(&mem.samples.len()),
+        "{}",
+        mem.samples.len()
+    );
+    assert!(
+        mem.samples
+            .iter()
+            .any(|(l, _)| l.iter().any(|(k, v)| *k == "cgroup" && v == "other"))
+    );
+    for f in cg
+        .iter()
+        .filter(|f| f.name != "nettop_cgroups" && f.name != "nettop_cgroup_memory_bytes")
+    {
         // 50 cgroups of their own plus one "other": never 500 series.
         assert_eq!(f.samples.len(), 51, "{}", f.name);
         assert!(

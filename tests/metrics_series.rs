@@ -129,7 +129,41 @@ fn inputs(host: &HostInfo, prev: &RawSample, cur: &RawSample, per_node: bool) ->
     let with_irq = cur.procs.iter().filter(|p| p.irq.is_some()).count();
     let tasks = cur.procs.len().min(20);
     assert!(with_irq >= tasks, "the top rows are the BPF-accounted ones");
+    // Which rows are the top ones is the exporter's ranking; whether each
+    // has an address space is the sample's.
+    let fams = openmetrics::families(host, Some(prev), cur, &Options::default());
+    let top: BTreeSet<u32> = fams
+        .iter()
+        .find(|f| f.name == "nettop_task_on_cpu_seconds")
+        .map(|f| {
+            f.samples
+                .iter()
+                .filter_map(|(l, _)| label(l, "pid")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(top.len(), tasks);
+    let tasks_mem = cur
+        .procs
+        .iter()
+        .filter(|p| top.contains(&p.tgid) && p.mem.is_some())
+        .count();
+    assert!(
+        tasks_mem > 0 && tasks_mem < tasks,
+        "kernel threads among the top: {tasks_mem}"
+    );
     let cgroups = cur.cgroups.len();
+    let frame = nettop::model::compute(host, prev, cur);
+    let (head, other) = nettop::model::cgroups::top_n(&frame.cgroups, 50);
+    let cgroup_mem_rows = head
+        .iter()
+        .chain(other.as_ref())
+        .filter(|c| c.mem_bytes.is_some())
+        .count();
+    assert!(
+        cgroup_mem_rows > 0 && cgroup_mem_rows < cgroups,
+        "{cgroup_mem_rows}"
+    );
     Inputs {
         units: units.len(),
         softirq: softirq.len(),
@@ -143,7 +177,9 @@ fn inputs(host: &HostInfo, prev: &RawSample, cur: &RawSample, per_node: bool) ->
         devices_per_byte: costed,
         tasks,
         tasks_bpf: tasks,
+        tasks_mem,
         cgroup_rows: Some(cgroups.min(50) + usize::from(cgroups > 50)),
+        cgroup_mem_rows,
         programs: cur.health.as_ref().unwrap().programs.len(),
         host_packets: true,
         host_bytes: true,
@@ -203,7 +239,10 @@ fn a_256_cpu_host_exports_what_the_formula_says_under_each_setting() {
         let text = openmetrics::render(&fams, openmetrics::Flavor::Prometheus);
         let lines = text.lines().filter(|l| !l.starts_with('#')).count();
         assert_eq!(lines, total, "{what}: rendered lines");
-        report.push_str(&format!("{what}: {total} series\n"));
+        report.push_str(&format!(
+            "{what}: {total} series (T_m {}, G_m {})\n",
+            x.tasks_mem, x.cgroup_mem_rows
+        ));
     }
     common::report(&format!(
         "metrics_series ({CPUS} CPUs, {NODES} nodes):\n{report}"

@@ -343,11 +343,67 @@ fn system_figures_from_a_tree_and_live() {
     let s = procfs::read_system(&Sysroot::new(dir.path()));
     assert_eq!((s.load, s.uptime_s), (None, Some(3725.5)));
 
-    let none = procfs::read_system(&root("modern"));
-    assert_eq!(none, nettop::sample::RawSystem::default());
+    // The fixture tree has meminfo (for MemTotal) but no loadavg or uptime.
+    let fixture = procfs::read_system(&root("modern"));
+    assert!(fixture.mem.is_some());
+    assert_eq!((fixture.load, fixture.uptime_s), (None, None));
 
     let live = procfs::read_system(&Sysroot::default());
     let m = live.mem.expect("this host's /proc/meminfo");
     assert!(m.total_kib > 0 && m.free_kib <= m.total_kib, "{m:?}");
     assert!(live.load.is_some() && live.uptime_s.is_some_and(|u| u > 0.0));
+}
+
+/// The htop columns on the /proc path: each process's `statm` once for
+/// all its threads (bytes), kernel threads and a tree without `statm`
+/// with no memory (unknown, never 0), `stat` fields 18/19 per thread,
+/// MemTotal from meminfo, and through the model MEM% and TIME+.
+#[test]
+fn proc_path_reads_memory_priority_and_mem_total() {
+    use nettop::collector::{Collector, CollectorOptions};
+    let r = root("modern");
+    let page = procfs::page_size();
+    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let t = |tid: u32| tasks.iter().find(|t| t.tid == tid).unwrap();
+    let m = t(100).mem.expect("statm of process 100");
+    assert_eq!(
+        (m.virt, m.res, m.shr),
+        (250_000 * page, 64_000 * page, 2_000 * page)
+    );
+    assert_eq!(t(101).mem, t(100).mem, "a thread has its process's memory");
+    assert_eq!(t(9).mem, None, "a kernel thread has none");
+    // Per thread: the leader reniced, its worker not.
+    assert_eq!((t(100).priority, t(100).nice), (Some(15), Some(-5)));
+    assert_eq!((t(101).priority, t(101).nice), (Some(20), Some(0)));
+    let old = procfs::read_tasks(&root("old"), &[]).unwrap();
+    assert!(old.iter().all(|t| t.mem.is_none()), "no statm: unknown");
+
+    let h = facts::detect(&r);
+    assert_eq!(h.mem_total_bytes, Some(16_315_444 * 1024));
+    assert_eq!(facts::detect(&root("old")).mem_total_bytes, None);
+
+    let mut col = Collector::new(CollectorOptions {
+        sysroot: r.clone(),
+        no_bpf: true,
+        threads: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let (a, b) = (col.sample().unwrap(), col.sample().unwrap());
+    let f = nettop::model::compute(col.host(), &a, &b);
+    let v = f.processes.iter().find(|t| t.pid == 100).unwrap();
+    assert_eq!(v.res_bytes, Some(64_000 * page));
+    let pct = v.mem_pct.unwrap();
+    let want = (64_000 * page) as f64 / (16_315_444.0 * 1024.0) * 100.0;
+    assert!((pct - want).abs() < 1e-9, "{pct} vs {want}");
+    assert_eq!((v.priority, v.nice), (Some(15), Some(-5)));
+    // 200 + 100 ticks of the leader and 400 of its worker, at USER_HZ.
+    let tck = col.host().clk_tck as f64;
+    assert!(
+        (v.cpu_time_s - 700.0 / tck).abs() < 1e-9,
+        "{}",
+        v.cpu_time_s
+    );
+    let k = f.processes.iter().find(|t| t.pid == 9).unwrap();
+    assert_eq!((k.res_bytes, k.mem_pct), (None, None));
 }

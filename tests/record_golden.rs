@@ -72,6 +72,67 @@ fn golden_v1_stays_readable() {
         // Nor memory, load and uptime: the header says n/a.
         assert!(samples.iter().all(|s| s.system.is_none()));
         assert!(f.system.is_none());
+        // Nor memory, priorities or MemTotal: unknown, never 0.
+        assert_eq!(rec.host().mem_total_bytes, None);
+        for p in &f.processes {
+            assert_eq!(
+                (p.res_bytes, p.virt_bytes, p.shr_bytes, p.mem_pct),
+                (None, None, None, None)
+            );
+            assert_eq!((p.priority, p.nice), (None, None));
+        }
+    }
+}
+
+/// The golden recording through `--replay -b` and `--json` of the real
+/// binary: the htop columns print `-` and JSON `null` for what it never
+/// recorded, TIME+ (from the recorded ticks) a time.
+#[test]
+fn golden_v1_replays_with_memory_unknown() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nettop"))
+        .args(["--replay"])
+        .arg(golden("v1.rec"))
+        .args(["-b", "-n", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("PID ") && l.contains("RES"))
+        .unwrap_or_else(|| panic!("no task header:\n{text}"));
+    let cols: Vec<&str> = lines[h].split_whitespace().collect();
+    let at = |name: &str| cols.iter().position(|c| *c == name).unwrap();
+    let row: Vec<&str> = lines[h + 1].split_whitespace().collect();
+    for c in ["PRI", "NI", "VIRT", "RES", "SHR", "MEM%"] {
+        assert_eq!(row[at(c)], "-", "{c} in {}", lines[h + 1]);
+    }
+    assert!(row[at("TIME+")].contains(':'), "{}", lines[h + 1]);
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nettop"))
+        .args(["--replay"])
+        .arg(golden("v1.rec"))
+        .args(["-b", "-n", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json = String::from_utf8_lossy(&out.stdout);
+    let f: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    let p = &f["processes"][0];
+    for k in [
+        "res_bytes",
+        "virt_bytes",
+        "shr_bytes",
+        "mem_pct",
+        "priority",
+        "nice",
+    ] {
+        assert!(p[k].is_null(), "{k}: {p}");
     }
 }
 

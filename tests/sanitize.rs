@@ -81,6 +81,7 @@ fn every_string_field_is_cleaned() {
         path: "/a".into(),
         v1: true,
         cpus: "0-1".into(),
+        mem_bytes: Some(1 << 20),
     }];
     if let Some(h) = &mut s.health {
         h.task_source = "iter/task".into();

@@ -72,4 +72,11 @@ fn sampler_thread_list_matches_the_proc_walk() {
     // Kernel threads are told apart the same way.
     let kthreads = |t: &[ThreadInfo]| t.iter().filter(|t| t.kthread && t.pid == 2).count();
     assert!(kthreads(&walked.threads) > 0 && kthreads(&sampled.threads) > 0);
+    // PID 1's main thread is in both, also where the kernel's task walk
+    // does not yield it (the sampler's list reads it through /proc then).
+    assert_eq!(ours(&walked.threads, 1).first().map(|t| t.0), Some(1));
+    assert_eq!(
+        ours(&sampled.threads, 1).first(),
+        ours(&walked.threads, 1).first()
+    );
 }

@@ -26,10 +26,11 @@ fn w_then_restart_keeps_the_sort_columns_and_view() {
     // Sort by STOLEN via the fields screen, hide USER, then save.
     t.keys(&["F"]);
     t.wait_text("fields:");
-    // The list starts PID, USER, TOP%, ONCPU%, TRUE%, GAP, STOLEN%.
+    // The list starts PID, USER, PRI, NI, S, TOP%, ONCPU%, TRUE%, GAP,
+    // STOLEN%.
     t.keys(&["Home", "Down", "Space"]);
-    // USER hidden, the cursor is on TOP%; STOLEN% is four lines down.
-    t.keys(&["Down", "Down", "Down", "Down"]);
+    // USER hidden, the cursor is on PRI; STOLEN% is seven lines down.
+    t.keys(&["Down"; 7]);
     t.keys(&["Enter"]);
     t.wait_text("sort STOLEN%▼");
     t.keys(&["W"]);

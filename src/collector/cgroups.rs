@@ -15,8 +15,9 @@
 //! Kernel threads are in the root cgroup of every hierarchy: never read.
 //!
 //! Each sample carries the table of the cgroups its tasks use
-//! ([`RawCgroup`]), with the CPUs their cpuset allows: one small read per
-//! cgroup per sample, so a changed cpuset shows at once.
+//! ([`RawCgroup`]), with the CPUs their cpuset allows and the memory
+//! charged to them: two small reads per cgroup per sample, so a changed
+//! cpuset shows at once.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -36,6 +37,9 @@ struct Known {
     /// The file holding its allowed CPUs (absolute, under the sysroot),
     /// once found; `Some("")` when there is none to read.
     cpus_file: Option<String>,
+    /// The same for the memory charged to it (`memory.current`, v1
+    /// `memory.usage_in_bytes`).
+    mem_file: Option<String>,
 }
 
 /// The process fallback: what `/proc/PID/cgroup` said, per process.
@@ -107,17 +111,16 @@ impl CgroupResolver {
         let mut known: HashMap<u64, Known> = map
             .into_iter()
             .map(|(id, path)| {
-                let cpus_file = self
-                    .known
-                    .get(&id)
-                    .filter(|k| !k.v1 && k.path == path)
-                    .and_then(|k| k.cpus_file.clone());
+                let old = self.known.get(&id).filter(|k| !k.v1 && k.path == path);
+                let cpus_file = old.and_then(|k| k.cpus_file.clone());
+                let mem_file = old.and_then(|k| k.mem_file.clone());
                 (
                     id,
                     Known {
                         path,
                         v1: false,
                         cpus_file,
+                        mem_file,
                     },
                 )
             })
@@ -149,13 +152,23 @@ impl CgroupResolver {
         let cpus_file = pc
             .v1_cpuset()
             .and_then(|p| self.mounts.v1_cpus_file(&self.root, p));
+        let v1_mem = pc
+            .v1_memory()
+            .and_then(|p| self.mounts.v1_mem_file(&self.root, p));
+        let v2_mem = (!v1)
+            .then(|| self.mounts.v2_mem_file(&self.root, &path))
+            .flatten();
         let k = self.known.entry(key).or_insert_with(|| Known {
             path,
             v1,
             cpus_file: None,
+            mem_file: None,
         });
         if k.cpus_file.is_none() && (v1 || !self.v2_cpuset) {
             k.cpus_file = Some(cpus_file.unwrap_or_default());
+        }
+        if k.mem_file.is_none() {
+            k.mem_file = Some(v2_mem.or(v1_mem).unwrap_or_default());
         }
         self.procs.insert(
             pk,
@@ -243,44 +256,73 @@ impl CgroupResolver {
             let Some(k) = self.known.get(&id).cloned() else {
                 continue;
             };
-            let file = match k.cpus_file {
-                Some(f) => f,
-                None => {
-                    let f = if !k.v1 && self.v2_cpuset {
-                        self.mounts.v2_cpus_file(&self.root, &k.path)
-                    } else {
-                        // A v2 cgroup on a hybrid host: its cpuset is in v1,
-                        // found through one of its processes.
-                        procs
-                            .iter()
-                            .find(|p| p.cgroup_id == id && !p.kthread)
-                            .and_then(|p| self.root.read_opt(format!("/proc/{}/cgroup", p.tgid)))
-                            .and_then(|t| {
-                                let pc = ProcCgroup::parse(&t);
-                                self.mounts.v1_cpus_file(&self.root, pc.v1_cpuset()?)
-                            })
-                    };
-                    let f = f.unwrap_or_default();
+            let (cpus_file, mem_file) = match (k.cpus_file, k.mem_file) {
+                (Some(c), Some(m)) => (c, m),
+                (c, m) => {
+                    let (c, m) = self.find_files(id, &k.path, k.v1, procs, c, m);
                     if let Some(e) = self.known.get_mut(&id) {
-                        e.cpus_file = Some(f.clone());
+                        e.cpus_file = Some(c.clone());
+                        e.mem_file = Some(m.clone());
                     }
-                    f
+                    (c, m)
                 }
             };
-            let cpus = if file.is_empty() {
-                String::new()
-            } else {
-                self.root.read_opt(&file).unwrap_or_default()
-            };
+            let read = |f: &str| (!f.is_empty()).then(|| self.root.read_opt(f)).flatten();
             out.push(RawCgroup {
                 id,
                 path: k.path,
                 v1: k.v1,
-                cpus,
+                cpus: read(&cpus_file).unwrap_or_default(),
+                mem_bytes: read(&mem_file).and_then(|t| t.trim().parse().ok()),
             });
         }
         out.sort_by_key(|c| c.id);
         out
+    }
+
+    /// The files a cgroup's allowed CPUs and memory are read from, for the
+    /// ones not known yet (`""`: none): in v2 where its controller is on
+    /// there, else, for a v2 cgroup on a hybrid host, in v1, found through
+    /// one of its processes (read once for both).
+    fn find_files(
+        &self,
+        id: u64,
+        path: &str,
+        v1: bool,
+        procs: &[RawTask],
+        cpus: Option<String>,
+        mem: Option<String>,
+    ) -> (String, String) {
+        let v2_cpus = || {
+            (!v1 && self.v2_cpuset)
+                .then(|| self.mounts.v2_cpus_file(&self.root, path))
+                .flatten()
+        };
+        let v2_mem = || {
+            (!v1)
+                .then(|| self.mounts.v2_mem_file(&self.root, path))
+                .flatten()
+        };
+        let cpus = cpus.or_else(v2_cpus);
+        let mem = mem.or_else(v2_mem);
+        if let (Some(c), Some(m)) = (&cpus, &mem) {
+            return (c.clone(), m.clone());
+        }
+        let pc = procs
+            .iter()
+            .find(|p| p.cgroup_id == id && !p.kthread)
+            .and_then(|p| self.root.read_opt(format!("/proc/{}/cgroup", p.tgid)))
+            .map(|t| ProcCgroup::parse(&t));
+        let v1_file = |get: fn(&ProcCgroup) -> Option<&str>,
+                       file: fn(&Mounts, &Sysroot, &str) -> Option<String>| {
+            pc.as_ref()
+                .and_then(|pc| file(&self.mounts, &self.root, get(pc)?))
+                .unwrap_or_default()
+        };
+        (
+            cpus.unwrap_or_else(|| v1_file(ProcCgroup::v1_cpuset, Mounts::v1_cpus_file)),
+            mem.unwrap_or_else(|| v1_file(ProcCgroup::v1_memory, Mounts::v1_mem_file)),
+        )
     }
 }
 
@@ -313,13 +355,22 @@ mod tests {
         w(
             "proc/self/mountinfo",
             "31 30 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
-             35 30 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n",
+             35 30 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n\
+             36 30 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
         );
         w("sys/fs/cgroup/unified/a/b/cgroup.procs", "");
+        w("sys/fs/cgroup/unified/a/b/memory.current", "8388608\n");
         w("sys/fs/cgroup/cpuset/web/cpuset.effective_cpus", "2-3\n");
         w(
+            "sys/fs/cgroup/memory/web/db/memory.usage_in_bytes",
+            "1048576\n",
+        );
+        // The v1 root's figure is the whole host's: not the root cgroup's.
+        w("sys/fs/cgroup/memory/memory.usage_in_bytes", "9999999999\n");
+        w("proc/50/cgroup", "4:memory:/\n3:cpuset:/\n0::/\n");
+        w(
             "proc/30/cgroup",
-            "3:cpuset:/web\n1:name=systemd:/web\n0::/\n",
+            "4:memory:/web/db\n3:cpuset:/web\n1:name=systemd:/web\n0::/\n",
         );
         w("proc/10/cgroup", "3:cpuset:/web\n0::/a/b\n");
         let ino = |rel: &str| std::fs::metadata(r.join(rel)).unwrap().ino();
@@ -344,13 +395,18 @@ mod tests {
         assert_eq!(res.proc_reads, 1, "only the process in the hybrid root");
         let path_of = |id: u64| t.iter().find(|c| c.id == id).map(|c| c.path.as_str());
         assert_eq!(path_of(b_id), Some("/a/b"));
-        // The hybrid root says nothing; v1 does.
-        assert_eq!(procs[1].cgroup_id, cgroup_key(true, "/web"));
+        assert_eq!(
+            t.iter().find(|c| c.id == b_id).unwrap().mem_bytes,
+            Some(8 << 20)
+        );
+        // The hybrid root says nothing; v1 does (its deepest path, whose
+        // memory is that of its own memory hierarchy).
+        assert_eq!(procs[1].cgroup_id, cgroup_key(true, "/web/db"));
         assert_eq!(threads[1].cgroup_id, procs[1].cgroup_id);
         assert_eq!(threads[0].cgroup_id, b_id);
-        let web = t.iter().find(|c| c.path == "/web").unwrap();
+        let web = t.iter().find(|c| c.path == "/web/db").unwrap();
         assert!(web.v1);
-        assert_eq!(web.cpus, "2-3");
+        assert_eq!((web.cpus.as_str(), web.mem_bytes), ("2-3", Some(1 << 20)));
 
         // Same ids again: no walk, no read.
         let mut procs = vec![task(10, b_id), task(30, root_id)];
@@ -363,7 +419,9 @@ mod tests {
         let mut procs = vec![task(10, b_id), task(40, c_id)];
         let t = res.resolve(&mut [], &mut procs, true);
         assert_eq!(res.walks, 2);
-        assert!(t.iter().any(|c| c.id == c_id && c.path == "/c"));
+        let c = t.iter().find(|c| c.id == c_id).unwrap();
+        // No memory controller for it: unknown, not 0.
+        assert_eq!((c.path.as_str(), c.mem_bytes), ("/c", None));
         // An id no walk finds (a cgroup gone already): one walk, then it
         // waits; the process is named from /proc meanwhile.
         let mut procs = vec![task(40, 999_999_999)];
@@ -373,5 +431,10 @@ mod tests {
         let mut procs = vec![task(40, 999_999_999)];
         res.resolve(&mut [], &mut procs, true);
         assert_eq!(res.walks, 3, "a missing id is not walked for every sample");
+        // The v1 root's usage is the whole host's: the root has none.
+        let mut roots = vec![task(50, root_id)];
+        let t = res.resolve(&mut [], &mut roots, true);
+        assert_eq!(t.len(), 1);
+        assert_eq!((t[0].path.as_str(), t[0].mem_bytes), ("/", None));
     }
 }

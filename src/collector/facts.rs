@@ -37,6 +37,19 @@ pub fn detect(root: &Sysroot) -> HostInfo {
         kernel,
         calibration: None,
         calibration_missing: String::new(),
+        mem_total_bytes: root.read_opt("/proc/meminfo").and_then(|t| mem_total(&t)),
+    }
+}
+
+/// `MemTotal` of a /proc/meminfo text, in bytes (the file says kB, which
+/// the kernel means as KiB). `None` when the line is missing or garbled.
+pub fn mem_total(meminfo: &str) -> Option<u64> {
+    let v = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let mut it = v.split_ascii_whitespace();
+    let kib: u64 = it.next()?.parse().ok()?;
+    match it.next() {
+        Some("kB") | None => kib.checked_mul(1024),
+        Some(_) => None,
     }
 }
 
@@ -153,6 +166,19 @@ fn cpu_nodes(root: &Sysroot, nr_cpus: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mem_total_in_bytes() {
+        let t = "MemFree:  10 kB\nMemTotal:       16315444 kB\nBuffers: 1 kB\n";
+        assert_eq!(mem_total(t), Some(16_315_444 * 1024));
+        assert_eq!(mem_total("MemTotal: lots kB\n"), None);
+        assert_eq!(
+            mem_total("MemTotal: 5 MB\n"),
+            None,
+            "a unit it does not know"
+        );
+        assert_eq!(mem_total("MemFree: 1 kB\n"), None);
+    }
 
     #[test]
     fn config_lines() {

@@ -7,6 +7,7 @@ pub mod facts;
 pub mod netdev;
 pub mod procfs;
 pub mod taskiter;
+pub mod unseen;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -55,6 +56,10 @@ pub struct Collector {
     cgroups: cgroups::CgroupResolver,
     /// Each process's command line, read once and kept (both task paths).
     cmdlines: procfs::CmdlineCache,
+    /// Processes the sampler's walk leaves out, read through /proc.
+    unseen: unseen::Unseen,
+    /// Bytes per page (the mm counters and `statm` count pages).
+    page_size: u64,
 }
 
 impl Collector {
@@ -108,6 +113,8 @@ impl Collector {
             netns: netdev::OtherNamespaces::default(),
             cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
             cmdlines: procfs::CmdlineCache::default(),
+            unseen: unseen::Unseen::default(),
+            page_size: procfs::page_size(),
             opts,
         })
     }
@@ -159,7 +166,8 @@ impl Collector {
         if !bpf.sample_tasks(&mut buf, true).ok()? {
             return None;
         }
-        Some(decode_threads(&buf, &self.host))
+        let root = &self.opts.sysroot;
+        Some(decode_threads(root, &buf, &self.host, &mut self.unseen))
     }
 
     /// Takes one snapshot of every counter.
@@ -175,6 +183,9 @@ impl Collector {
             None => false,
         };
         let mut exited_irq: Vec<(u32, crate::sample::IrqAcct)> = Vec::new();
+        // Threads of the processes the sampler's walk did not yield, read
+        // through /proc (`unseen`); empty on the /proc path.
+        let mut unseen_threads: Vec<RawTask> = Vec::new();
         let (mut tasks, mut procs, bad_records) = if sampled {
             let set = taskiter::decode(
                 &self.buf,
@@ -183,8 +194,17 @@ impl Collector {
                     pids: &self.opts.pids,
                     clk_tck: self.host.clk_tck,
                     nr_cpus: self.host.nr_cpus,
+                    page_size: self.page_size,
                 },
             );
+            let missing = self.unseen.find(
+                root,
+                &self.opts.pids,
+                &set.procs,
+                set.records,
+                thread_count(root),
+            )?;
+            unseen_threads = procfs::read_processes(root, &missing)?;
             (set.threads, set.procs, set.bad_records)
         } else {
             (procfs::read_tasks(root, &self.opts.pids)?, Vec::new(), 0)
@@ -213,25 +233,35 @@ impl Collector {
                     cpu.net = Some(c.net.clone());
                 }
             }
+            // A task only gets counters whose start time is its own: a
+            // reused TID must not inherit a dead task's interrupt time.
+            let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
+            let own = |t: &RawTask, start_ns: u64| start_ns / ns_per_tick == t.start_ticks;
             if !sampled {
-                // A task only gets counters whose start time is its own: a
-                // reused TID must not inherit a dead task's interrupt time.
-                let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
                 for t in tasks.iter_mut() {
                     if let Some(c) = r.tasks.get(&t.tid)
-                        && c.start_boottime_ns / ns_per_tick == t.start_ticks
+                        && own(t, c.start_boottime_ns)
                     {
                         t.irq = Some(Box::new(c.acct.clone()));
                     }
                 }
             }
+            // The sampler joins its tasks' records in the kernel; the tasks
+            // its walk left out are looked up one by one.
+            for t in unseen_threads.iter_mut() {
+                if let Some(c) = bpf.task_counters(t.tid)
+                    && own(t, c.start_boottime_ns)
+                {
+                    t.irq = Some(Box::new(c.acct));
+                }
+            }
             // Exited threads' interrupt time, kept per process in the kernel.
-            if !sampled {
-                let ns_per_tick = 1_000_000_000 / self.host.clk_tck.max(1);
+            let procfs_rows: &[RawTask] = if sampled { &unseen_threads } else { &tasks };
+            if !procfs_rows.is_empty() {
                 for (tgid, leader_start, acct) in bpf.read_exited()? {
-                    let leader = tasks
+                    let leader = procfs_rows
                         .iter()
-                        .any(|t| t.tid == tgid && leader_start / ns_per_tick == t.start_ticks);
+                        .any(|t| t.tid == tgid && own(t, leader_start));
                     if leader {
                         exited_irq.push((tgid, acct));
                     }
@@ -245,8 +275,10 @@ impl Collector {
                 let live: Option<std::collections::HashSet<u32>> = (!sampled
                     && self.opts.pids.is_empty())
                 .then(|| tasks.iter().map(|t| t.tid).collect());
+                let unseen: std::collections::HashSet<u32> =
+                    unseen_threads.iter().map(|t| t.tid).collect();
                 if sampled || live.is_some() {
-                    bpf.sweep(live.as_ref())?;
+                    bpf.sweep(live.as_ref(), &unseen)?;
                 }
             }
             napi = r.napi;
@@ -258,17 +290,24 @@ impl Collector {
             h.bad_records = bad_records;
             health = Some(h);
         }
+        if !unseen_threads.is_empty() {
+            procs.extend(procfs::process_totals(root, &unseen_threads));
+            procs.sort_by_key(|p| p.tgid);
+            if self.opts.threads {
+                tasks.append(&mut unseen_threads);
+            }
+        }
         tasks.sort_by_key(|t| (t.tgid, t.tid));
         if !sampled {
             // The /proc path: process totals as /proc/PID/stat has them.
             procs = procfs::process_totals(root, &tasks);
-            for (tgid, acct) in exited_irq {
-                if let Ok(i) = procs.binary_search_by_key(&tgid, |p| p.tgid) {
-                    procs[i].irq.get_or_insert_with(Default::default).add(&acct);
-                }
-            }
             if !self.opts.threads {
                 tasks.clear();
+            }
+        }
+        for (tgid, acct) in exited_irq {
+            if let Ok(i) = procs.binary_search_by_key(&tgid, |p| p.tgid) {
+                procs[i].irq.get_or_insert_with(Default::default).add(&acct);
             }
         }
         // Process rows of either path: the sampler's records carry no
@@ -318,21 +357,46 @@ pub fn list_threads(root: &Sysroot) -> Result<Vec<RawTask>> {
     if !bpf.sample_tasks(&mut buf, true)? {
         bail!("the task sampler did not load");
     }
-    Ok(decode_threads(&buf, &facts::detect(root)))
+    let host = facts::detect(root);
+    Ok(decode_threads(
+        root,
+        &buf,
+        &host,
+        &mut unseen::Unseen::default(),
+    ))
 }
 
-/// Thread rows of one sampler pass.
-fn decode_threads(buf: &[u8], host: &HostInfo) -> Vec<RawTask> {
-    taskiter::decode(
+/// Thread rows of one sampler pass, with the threads of the processes its
+/// walk left out read through /proc (a list without them would leave
+/// those processes out of the topology's thread scan). A /proc that cannot
+/// be read costs only those.
+fn decode_threads(
+    root: &Sysroot,
+    buf: &[u8],
+    host: &HostInfo,
+    unseen: &mut unseen::Unseen,
+) -> Vec<RawTask> {
+    let set = taskiter::decode(
         buf,
         &taskiter::DecodeOptions {
             threads: true,
             pids: &[],
             clk_tck: host.clk_tck,
             nr_cpus: host.nr_cpus,
+            page_size: procfs::page_size(),
         },
-    )
-    .threads
+    );
+    let mut threads = set.threads;
+    let more = unseen
+        .find(root, &[], &set.procs, set.records, thread_count(root))
+        .and_then(|missing| procfs::read_processes(root, &missing));
+    if let Ok(more) = more
+        && !more.is_empty()
+    {
+        threads.extend(more);
+        threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    }
+    threads
 }
 
 /// Task-hash size: records exist only for tasks that were interrupted, but

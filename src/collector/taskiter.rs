@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::bpf::skel::types;
 use super::bpf::{acct_from, c_str, from_bytes};
-use crate::sample::{IrqAcct, RawTask};
+use crate::sample::{IrqAcct, RawTask, TaskMem};
 use crate::sys::cpuset::CpuSet;
 
 /// `PF_KTHREAD` in include/linux/sched.h.
@@ -19,6 +19,11 @@ const PF_KTHREAD: u32 = 0x0020_0000;
 const REC_ACCT: u32 = 1;
 const REC_EXITED: u32 = 2;
 const REC_FULL: u32 = 4;
+const REC_MM: u32 = 8;
+/// `MAX_RT_PRIO` and `NICE_TO_PRIO(0)` in include/linux/sched/prio.h:
+/// /proc's priority and nice are `prio` and `static_prio` less these.
+const MAX_RT_PRIO: i32 = 100;
+const DEFAULT_PRIO: i32 = 120;
 
 /// What one pass should produce.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +36,8 @@ pub struct DecodeOptions<'a> {
     pub clk_tck: u64,
     /// CPUs that exist: mask bits beyond them are not CPUs.
     pub nr_cpus: u32,
+    /// Bytes per page: the mm counters are in pages.
+    pub page_size: u64,
 }
 
 /// One pass, decoded.
@@ -43,6 +50,10 @@ pub struct TaskSet {
     pub procs: Vec<RawTask>,
     /// Records that did not decode (a layout mismatch would show here).
     pub bad_records: u64,
+    /// Records in the pass, one per task the walk yielded (filtered out
+    /// or not): what the collector holds against the kernel's task count
+    /// to find tasks the walk did not yield.
+    pub records: usize,
 }
 
 /// `cputime_adjust()` in kernel/sched/cputime.c: /proc scales the
@@ -65,6 +76,19 @@ pub fn cputime_adjust(utime: u64, stime: u64, rtime: u64) -> (u64, u64) {
 fn ticks(ns: u64, clk_tck: u64) -> u64 {
     let per_tick = 1_000_000_000 / clk_tck.clamp(1, 1_000_000_000);
     ns / per_tick
+}
+
+/// The record's address space in bytes, when it carries one.
+fn mem_of(r: &types::nt_task_rec, page_size: u64) -> Option<TaskMem> {
+    if r.rec_flags & REC_MM == 0 {
+        return None;
+    }
+    let bytes = |pages: u64| pages.saturating_mul(page_size);
+    Some(TaskMem {
+        virt: bytes(r.vm_pages),
+        res: bytes(r.rss_anon.saturating_add(r.rss_shared)),
+        shr: bytes(r.rss_shared),
+    })
 }
 
 /// `task_state_index()` → the letter /proc shows ("RSDTtXZPI").
@@ -159,6 +183,7 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
             break;
         };
         off += rec_len;
+        out.records += 1;
         let mut take_acct = |flag: u32| -> Option<IrqAcct> {
             if r.rec_flags & flag == 0 {
                 return None;
@@ -205,6 +230,9 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
             acc.row.kthread = r.flags & PF_KTHREAD != 0;
             acc.row.nr_threads = r.nr_threads.max(1);
             acc.row.cgroup_id = r.cgroup_id;
+            acc.row.mem = mem_of(&r, opts.page_size);
+            acc.row.priority = Some(r.prio - MAX_RT_PRIO);
+            acc.row.nice = Some(r.static_prio - DEFAULT_PRIO);
             acc.have_leader = leader;
         }
         if opts.threads {
@@ -230,6 +258,10 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
                 // Per process: the collector fills process rows (`procs`)
                 // from its command-line cache; thread rows stay empty.
                 cmdline: Vec::new(),
+                // The process's, given below once every record is in.
+                mem: None,
+                priority: Some(r.prio - MAX_RT_PRIO),
+                nice: Some(r.static_prio - DEFAULT_PRIO),
             });
         }
     }
@@ -252,7 +284,21 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
         .collect();
     out.procs.sort_unstable_by_key(|p| p.tgid);
     out.threads.sort_unstable_by_key(|t| (t.tgid, t.tid));
+    share_mem(&mut out.threads, &out.procs);
     out
+}
+
+/// Gives each thread row its process's memory (threads share one address
+/// space; only the leader's record reads it). Both lists are sorted by
+/// TGID, so one walk does it.
+pub fn share_mem(threads: &mut [RawTask], procs: &[RawTask]) {
+    let mut p = procs.iter().peekable();
+    for t in threads {
+        while p.next_if(|p| p.tgid < t.tgid).is_some() {}
+        if let Some(pr) = p.peek().filter(|pr| pr.tgid == t.tgid) {
+            t.mem = pr.mem;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +337,8 @@ mod tests {
             nr_threads: 2,
             start_boottime: 1_000_000_000,
             nr_cpus_allowed: 2,
+            prio: 120,
+            static_prio: 120,
             ..Default::default()
         };
         r.cpus_mask[0] = 0b11;
@@ -312,7 +360,9 @@ mod tests {
         let mut leader = rec(10, 10, 40_000_000);
         leader.sig_runtime = 20_000_000;
         leader.sig_utime = 20_000_000;
-        leader.rec_flags = REC_FULL | REC_ACCT | REC_EXITED;
+        leader.rec_flags = REC_FULL | REC_ACCT | REC_EXITED | REC_MM;
+        (leader.vm_pages, leader.rss_anon, leader.rss_shared) = (1000, 300, 20);
+        (leader.prio, leader.static_prio) = (115, 115);
         // Process mode: a thread's record carries only what its process sums.
         let mut worker = rec(10, 11, 30_000_000);
         worker.rec_flags = REC_ACCT;
@@ -335,6 +385,7 @@ mod tests {
             pids: &[],
             clk_tck: 100,
             nr_cpus: 2,
+            page_size: 4096,
         };
         let set = decode(&buf, &opts);
         assert_eq!(set.bad_records, 0);
@@ -356,6 +407,19 @@ mod tests {
             (2, "0-1", "x")
         );
         assert_eq!(set.threads[1].irq.as_ref().unwrap().sysvec_ns, 0);
+        // Memory from the leader's address space, for every row of it;
+        // /proc's priority and nice.
+        let m = p.mem.unwrap();
+        assert_eq!((m.virt, m.res, m.shr), (1000 * 4096, 320 * 4096, 20 * 4096));
+        assert!(set.threads.iter().all(|t| t.mem == p.mem));
+        assert_eq!((p.priority, p.nice), (Some(15), Some(-5)));
+        assert_eq!(set.threads[1].nice, Some(0), "a thread's own nice");
+        assert_eq!(set.records, 2);
+        // A leader without an address space (a kernel thread): none.
+        let mut kt = rec(2, 2, 0);
+        kt.rec_flags = REC_FULL;
+        let set = decode(&bytes_of(&kt), &opts);
+        assert_eq!((set.procs[0].mem, set.threads[0].mem), (None, None));
 
         // Process mode builds no thread rows; a truncated tail is reported.
         let set = decode(

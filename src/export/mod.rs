@@ -11,7 +11,7 @@ use crate::model::frame::{Frame, TaskView};
 use crate::sample::SOFTIRQ_NAMES;
 
 /// CSV header of [`csv_rows`].
-pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interruptions_per_s,softirqs_per_s";
+pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interruptions_per_s,softirqs_per_s,priority,nice,cpu_time_s,virt_bytes,res_bytes,shr_bytes,mem_pct";
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -42,11 +42,16 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
         .iter()
         .position(|n| *n == "NET_RX")
         .unwrap_or(3);
+    // An unknown figure (older recordings, a kernel thread's memory) is
+    // an empty field, never 0.
+    fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+        v.map_or(String::new(), |v| v.to_string())
+    }
     let mut out = String::new();
     for t in v {
         let soft: f64 = t.softirq_stolen_pct.iter().sum();
         out.push_str(&format!(
-            "{},{},{:.3},{},{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.1},{:.1}\n",
+            "{},{},{:.3},{},{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.1},{:.1},{},{},{:.2},{},{},{},{}\n",
             f.unix_ms,
             f.seq,
             f.interval_s,
@@ -68,6 +73,13 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
             t.hidden_pct,
             t.interruptions_per_s,
             t.softirqs_per_s,
+            opt(t.priority),
+            opt(t.nice),
+            t.cpu_time_s,
+            opt(t.virt_bytes),
+            opt(t.res_bytes),
+            opt(t.shr_bytes),
+            opt(t.mem_pct.map(|p| format!("{p:.2}"))),
         ));
     }
     out

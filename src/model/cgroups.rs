@@ -42,6 +42,11 @@ impl CgroupView {
         self.true_pct += o.true_pct;
         self.rx_on_cpus_pct += o.rx_on_cpus_pct;
         self.cgroups = self.cgroups.saturating_add(o.cgroups);
+        // The known ones: a cgroup no controller counts adds nothing, and
+        // a sum of none stays unknown.
+        if let Some(m) = o.mem_bytes {
+            self.mem_bytes = Some(self.mem_bytes.unwrap_or(0).saturating_add(m));
+        }
     }
 }
 
@@ -76,9 +81,9 @@ pub fn rollup(
 }
 
 fn new_row(id: u64, raw: Option<&RawCgroup>, cpus: &[CpuView], source: Source) -> CgroupView {
-    let (path, v1, allowed) = match raw {
-        Some(r) => (r.path.clone(), r.v1, r.cpus.clone()),
-        None => (String::new(), false, String::new()),
+    let (path, v1, allowed, mem_bytes) = match raw {
+        Some(r) => (r.path.clone(), r.v1, r.cpus.clone(), r.mem_bytes),
+        None => (String::new(), false, String::new(), None),
     };
     let identity = Identity::parse(&path);
     let name = match (identity.label(), path.is_empty()) {
@@ -107,6 +112,7 @@ fn new_row(id: u64, raw: Option<&RawCgroup>, cpus: &[CpuView], source: Source) -
         rx_on_cpus_pct,
         rx_cpus,
         cgroups: 1,
+        mem_bytes,
         ..Default::default()
     }
 }
@@ -171,12 +177,14 @@ mod tests {
                 path: "/system.slice/nginx.service".into(),
                 v1: false,
                 cpus: "1".into(),
+                mem_bytes: Some(300 << 20),
             },
             RawCgroup {
                 id: 11,
                 path: "/batch".into(),
                 v1: false,
                 cpus: "0".into(),
+                mem_bytes: None,
             },
         ];
         let procs = [
@@ -196,9 +204,20 @@ mod tests {
         assert!((v.top_pct - 180.0).abs() < 1e-9);
         assert!((v.true_pct - 148.0).abs() < 1e-9);
         assert_eq!((v.cpus.as_str(), v.rx_cpus.as_str()), ("1", "1"));
+        // The cgroup's own figure, not a sum of its processes'.
+        assert_eq!(v.mem_bytes, Some(300 << 20));
         assert!((v.rx_on_cpus_pct - 35.0).abs() < 1e-9);
         let b = &r[1];
         assert_eq!((b.name.as_str(), b.rx_cpus.as_str()), ("/batch", ""));
+        assert_eq!(b.mem_bytes, None);
+        let (_, other) = top_n(&r, 1);
+        assert_eq!(other.unwrap().mem_bytes, None, "none of the rest is known");
+        let (_, other) = top_n(&r[1..], 0);
+        assert_eq!(other.unwrap().mem_bytes, None);
+        let mut known = r.clone();
+        known[2].mem_bytes = Some(5);
+        let (_, other) = top_n(&known, 1);
+        assert_eq!(other.unwrap().mem_bytes, Some(5), "the known ones summed");
         assert!((b.rx_on_cpus_pct - 0.4).abs() < 1e-9);
         // A key missing from the table: named by its key, all CPUs allowed.
         let u = &r[2];

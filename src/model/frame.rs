@@ -82,6 +82,29 @@ pub struct TaskView {
     /// an output figure.
     #[serde(skip)]
     pub start_ticks: u64,
+    /// Scheduling priority and nice as /proc/PID/stat prints them (`PRI`,
+    /// `NI`); null when the sample did not carry them (older recordings).
+    #[serde(default)]
+    pub priority: Option<i32>,
+    #[serde(default)]
+    pub nice: Option<i32>,
+    /// Its cumulative CPU time, utime + stime as top's `TIME+` counts it
+    /// (a process row's includes its exited threads'), seconds.
+    #[serde(default)]
+    pub cpu_time_s: f64,
+    /// Its address space, bytes (htop's VIRT, RES, SHR; a thread row has
+    /// its process's): null for a task without one (kernel threads,
+    /// zombies) and in frames from older recordings, never 0.
+    #[serde(default)]
+    pub virt_bytes: Option<u64>,
+    #[serde(default)]
+    pub res_bytes: Option<u64>,
+    #[serde(default)]
+    pub shr_bytes: Option<u64>,
+    /// RES as a percent of the host's memory (`MemTotal`); null when
+    /// either is unknown.
+    #[serde(default)]
+    pub mem_pct: Option<f64>,
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -437,6 +460,11 @@ pub struct CgroupView {
     /// Number of cgroups summed into this row (1, more for "other").
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub cgroups: u32,
+    /// Memory charged to the cgroup, bytes (`RawCgroup::mem_bytes`; for
+    /// "other", the known ones summed): null where no memory controller
+    /// counts it and in frames from older recordings.
+    #[serde(default)]
+    pub mem_bytes: Option<u64>,
 }
 
 fn one() -> u32 {

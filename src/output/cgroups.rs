@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::model::frame::CgroupView;
 use crate::model::frame::Frame;
+use crate::output::format::fmt_mem;
 use crate::sample::Source;
 
 fn truncate(s: &str, n: usize) -> String {
@@ -23,13 +24,14 @@ pub fn rows(f: &Frame, max_rows: usize) -> &[CgroupView] {
     &f.cgroups[..n]
 }
 
-/// The cgroup table, appended to `out`. RX% is receive work on the CPUs
-/// the cgroup's cpuset allows; RX-CPUS the ones where it lands.
+/// The cgroup table, appended to `out`. MEM is the memory charged to the
+/// cgroup (`-` where no memory controller counts it); RX% is receive work
+/// on the CPUs the cgroup's cpuset allows; RX-CPUS the ones where it lands.
 pub fn table(out: &mut String, f: &Frame, max_rows: usize) {
     let e = if f.source == Source::Bpf { "" } else { "~" };
     let _ = writeln!(
         out,
-        "\n{:<32} {:>5} {:>5} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8} {:>8} {:>7} {:<8} PATH",
+        "\n{:<32} {:>5} {:>5} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8} {:>5} {:>8} {:>7} {:<8} PATH",
         "CGROUP",
         "PROCS",
         "THR",
@@ -39,6 +41,7 @@ pub fn table(out: &mut String, f: &Frame, max_rows: usize) {
         "NET_RX%",
         "INLINE%",
         "HIDDEN~%",
+        "MEM",
         "CPUS",
         format!("RX{e}%"),
         "RX-CPUS",
@@ -58,7 +61,7 @@ pub fn table(out: &mut String, f: &Frame, max_rows: usize) {
         };
         let _ = writeln!(
             out,
-            "{:<32} {:>5} {:>5} {:6.1} {:7.1} {:8.1} {:>7} {:>7} {:>8} {:>8} {:7.1} {:<8} {}",
+            "{:<32} {:>5} {:>5} {:6.1} {:7.1} {:8.1} {:>7} {:>7} {:>8} {:>5} {:>8} {:7.1} {:<8} {}",
             truncate(&c.name, 32),
             c.processes,
             c.threads,
@@ -68,6 +71,7 @@ pub fn table(out: &mut String, f: &Frame, max_rows: usize) {
             dash(c.net_rx_stolen_pct),
             dash(c.inline_pct),
             dash(c.hidden_pct),
+            fmt_mem(c.mem_bytes),
             if c.cpus.is_empty() { "all" } else { &c.cpus },
             c.rx_on_cpus_pct,
             if c.rx_cpus.is_empty() {

@@ -14,6 +14,13 @@
 //! tracer measures print `n/a`, and the estimated ones get a `~` in their
 //! header (`TRUE~%`, `STOLEN~%`, `HI~%`). Interrupt figures below 0.05 %
 //! print `-`, so real values stand out.
+//!
+//! The columns htop users look for mean what they mean in htop: `S`,
+//! `PRI` and `NI` as /proc/PID/stat has them, `VIRT`/`RES`/`SHR` as
+//! /proc/PID/statm counts them, `MEM%` as RES over the host's memory and
+//! `TIME+` as utime + stime. A figure nettop does not have (a kernel
+//! thread's memory, a recording made before it was collected) prints `-`,
+//! never 0.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -22,7 +29,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::fields::{Align, Cell, Field, STOLEN_MARK_PCT, Tone};
-use super::format::{fmt_pct, fmt_pct_or_dash, fmt_rate};
+use super::format::{fmt_cpu_time, fmt_mem, fmt_pct, fmt_pct_or_dash, fmt_priority, fmt_rate};
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
 
@@ -33,6 +40,9 @@ use crate::sample::Source;
 pub enum ProcColumn {
     Pid,
     User,
+    Priority,
+    Nice,
+    State,
     Top,
     OnCpu,
     True,
@@ -45,6 +55,11 @@ pub enum ProcColumn {
     NetRx,
     Inline,
     IrqRate,
+    Virt,
+    Res,
+    Shr,
+    MemPct,
+    Time,
     Cpu,
     Node,
     Affinity,
@@ -57,16 +72,23 @@ pub enum ProcColumn {
 use ProcColumn as P;
 
 /// Which columns the TUI keeps on a narrow terminal, most wanted first
-/// (COMMAND always stays, taking what is left).
-pub const PRIORITY: [ProcColumn; 17] = [
+/// (COMMAND always stays, taking what is left). At 80 columns: PID, S,
+/// TOP%, TRUE%, STOLEN%, HIDDEN~%, NET_RX%, RES and MEM%: nettop's own
+/// figures first, then the memory an htop user looks for; GAP (TOP% −
+/// TRUE%, readable from the two) and USER come back from 86 columns on.
+pub const PRIORITY: [ProcColumn; 25] = [
     P::Pid,
     P::Top,
     P::True,
     P::Stolen,
     P::Hidden,
     P::NetRx,
+    P::Res,
+    P::MemPct,
     P::Gap,
     P::User,
+    P::State,
+    P::Time,
     P::Softirq,
     P::Hardirq,
     P::Cpu,
@@ -74,6 +96,10 @@ pub const PRIORITY: [ProcColumn; 17] = [
     P::OnCpu,
     P::Sysvec,
     P::IrqRate,
+    P::Virt,
+    P::Shr,
+    P::Priority,
+    P::Nice,
     P::Node,
     P::Affinity,
 ];
@@ -128,6 +154,11 @@ fn total_order_key(v: f64) -> u64 {
     if b >> 63 == 1 { !b } else { b | (1 << 63) }
 }
 
+/// A signed figure in integer order, unknown (`None`) first.
+fn signed_key(v: Option<i32>) -> u64 {
+    v.map_or(0, |v| (i64::from(v) - i64::from(i32::MIN) + 1) as u64)
+}
+
 /// `traced` for a frame: BPF measured its interrupt figures.
 pub fn traced(f: &Frame) -> bool {
     f.source == Source::Bpf
@@ -135,9 +166,12 @@ pub fn traced(f: &Frame) -> bool {
 
 impl ProcColumn {
     /// Display order (COMMAND last, as in top), which `<`/`>` walk.
-    pub const ALL: [ProcColumn; 19] = [
+    pub const ALL: [ProcColumn; 27] = [
         P::Pid,
         P::User,
+        P::Priority,
+        P::Nice,
+        P::State,
         P::Top,
         P::OnCpu,
         P::True,
@@ -150,6 +184,11 @@ impl ProcColumn {
         P::NetRx,
         P::Inline,
         P::IrqRate,
+        P::Virt,
+        P::Res,
+        P::Shr,
+        P::MemPct,
+        P::Time,
         P::Cpu,
         P::Node,
         P::Affinity,
@@ -162,6 +201,9 @@ impl ProcColumn {
         match self {
             P::Pid => "PID",
             P::User => "USER",
+            P::Priority => "PRI",
+            P::Nice => "NI",
+            P::State => "S",
             P::Top => "TOP%",
             P::OnCpu => "ONCPU%",
             P::True => "TRUE%",
@@ -174,6 +216,11 @@ impl ProcColumn {
             P::NetRx => "NET_RX%",
             P::Inline => "INLINE%",
             P::IrqRate => "IRQ/s",
+            P::Virt => "VIRT",
+            P::Res => "RES",
+            P::Shr => "SHR",
+            P::MemPct => "MEM%",
+            P::Time => "TIME+",
             P::Cpu => "CPU",
             P::Node => "NODE",
             P::Affinity => "AFFINITY",
@@ -200,6 +247,9 @@ impl ProcColumn {
         match self {
             P::Pid => "process ID (thread ID on thread rows)",
             P::User => "owner",
+            P::Priority => "kernel priority as /proc shows it (RT: real-time)",
+            P::Nice => "nice value",
+            P::State => "state: R run, S sleep, D disk wait, Z zombie",
             P::Top => "%CPU exactly as top shows it",
             P::OnCpu => "time the scheduler had it on a CPU",
             P::True => "CPU the task really got for its own work",
@@ -212,6 +262,11 @@ impl ProcColumn {
             P::NetRx => "stolen: NET_RX softirq, part of SI%",
             P::Inline => "softirq it raised itself (e.g. its sends)",
             P::IrqRate => "interruptions per second in its context",
+            P::Virt => "virtual memory: its whole address space",
+            P::Res => "resident memory: anonymous, file and shmem pages",
+            P::Shr => "the file and shmem part of RES (shareable)",
+            P::MemPct => "RES as a percent of the host's memory",
+            P::Time => "CPU time since it started, utime + stime",
             P::Cpu => "CPU it last ran on",
             P::Node => "NUMA node of its last CPU",
             P::Affinity => "CPUs it may run on",
@@ -225,6 +280,9 @@ impl ProcColumn {
         match self {
             P::Pid => 7,
             P::User => 8,
+            P::Priority => 3,
+            P::Nice => 3,
+            P::State => 1,
             P::Top => 5,
             P::OnCpu => 6,
             P::True => 6,
@@ -237,6 +295,8 @@ impl ProcColumn {
             P::NetRx => 7,
             P::Inline => 7,
             P::IrqRate => 6,
+            P::Virt | P::Res | P::Shr | P::MemPct => 5,
+            P::Time => 9,
             P::Cpu => 3,
             P::Node => 4,
             P::Affinity => 9,
@@ -247,12 +307,13 @@ impl ProcColumn {
 
     /// Numbers align right and sort largest first.
     pub fn numeric(self) -> bool {
-        !matches!(self, P::User | P::Command | P::Affinity)
+        !matches!(self, P::User | P::State | P::Command | P::Affinity)
     }
 
-    /// Amounts sort largest first; identifiers and text ascending (htop).
+    /// Amounts sort largest first; identifiers, text and priorities (the
+    /// most favoured first) ascending (htop).
     pub fn default_descending(self) -> bool {
-        self.numeric() && !matches!(self, P::Pid | P::Cpu | P::Node)
+        self.numeric() && !matches!(self, P::Pid | P::Cpu | P::Node | P::Priority | P::Nice)
     }
 
     /// Shown by the TUI only: its cell is drawn from the TUI's history, so
@@ -284,6 +345,7 @@ impl ProcColumn {
             P::NetRx => t.net_rx_pct(),
             P::Inline => t.inline_pct,
             P::IrqRate => t.interruptions_per_s,
+            P::MemPct => return t.mem_pct,
             _ => return None,
         })
     }
@@ -299,6 +361,14 @@ impl ProcColumn {
             P::Cpu => t.last_cpu.to_string(),
             P::Node => cx.node(t.last_cpu).map_or("-".into(), |n| n.to_string()),
             P::Affinity => t.affinity.clone(),
+            P::State => t.state.to_string(),
+            P::Priority => fmt_priority(t.priority),
+            P::Nice => t.nice.map_or("-".into(), |n| n.to_string()),
+            P::Virt => fmt_mem(t.virt_bytes),
+            P::Res => fmt_mem(t.res_bytes),
+            P::Shr => fmt_mem(t.shr_bytes),
+            P::MemPct => t.mem_pct.map_or("-".into(), fmt_pct),
+            P::Time => fmt_cpu_time(t.cpu_time_s),
             P::Command if t.kthread => format!("[{}]", t.comm),
             // As top -c: the arguments when there are any (a zombie or a
             // process whose argv is gone shows its name).
@@ -350,17 +420,29 @@ impl ProcColumn {
             // No node sorts first, as `None < Some(_)`.
             P::Node => SortValue::Num(cx.node(t.last_cpu).map_or(0, |n| u64::from(n) + 1)),
             P::Affinity => SortValue::Text(Cow::Borrowed(&t.affinity)),
+            P::State => SortValue::Num(u64::from(u32::from(t.state))),
+            // Unknown below every known figure, a 0 included.
+            P::Priority => SortValue::Num(signed_key(t.priority)),
+            P::Nice => SortValue::Num(signed_key(t.nice)),
+            P::Virt => SortValue::Num(t.virt_bytes.map_or(0, |b| b.saturating_add(1))),
+            P::Res => SortValue::Num(t.res_bytes.map_or(0, |b| b.saturating_add(1))),
+            P::Shr => SortValue::Num(t.shr_bytes.map_or(0, |b| b.saturating_add(1))),
+            P::MemPct => SortValue::Num(t.mem_pct.map_or(0, total_order_key)),
+            P::Time => SortValue::Num(total_order_key(t.cpu_time_s)),
             c => SortValue::Num(total_order_key(c.value(t).unwrap_or(0.0))),
         }
     }
 
     /// The column's name in configuration files: its header in lower case
-    /// without `%`, and `_` for what a name cannot hold (`IRQ/s` is
-    /// `irq_s`).
+    /// without `%` and `+`, and `_` for what a name cannot hold (`IRQ/s`
+    /// is `irq_s`).
     pub fn key(self) -> &'static str {
         match self {
             P::Pid => "pid",
             P::User => "user",
+            P::Priority => "pri",
+            P::Nice => "ni",
+            P::State => "s",
             P::Top => "top",
             P::OnCpu => "oncpu",
             P::True => "true",
@@ -373,6 +455,11 @@ impl ProcColumn {
             P::NetRx => "net_rx",
             P::Inline => "inline",
             P::IrqRate => "irq_s",
+            P::Virt => "virt",
+            P::Res => "res",
+            P::Shr => "shr",
+            P::MemPct => "mem",
+            P::Time => "time",
             P::Cpu => "cpu",
             P::Node => "node",
             P::Affinity => "affinity",
@@ -517,5 +604,39 @@ mod tests {
         assert_eq!(P::User.compare(&nobody, &root, &cx), Ordering::Less);
         // CPU 1 has no node, CPU 0 is on node 1: no node first.
         assert_eq!(P::Node.compare(&zed, &root, &cx), Ordering::Less);
+    }
+
+    /// A figure nettop does not have sorts below every figure it has, 0
+    /// and negative ones included, and prints `-`, never 0.
+    #[test]
+    fn unknown_memory_and_priorities_sort_first_and_print_a_dash() {
+        let users = HashMap::new();
+        let cx = RowCtx {
+            users: &users,
+            cpu_node: &[],
+            traced: true,
+            cmdline: false,
+        };
+        let none = TaskView::default();
+        let some = TaskView {
+            res_bytes: Some(0),
+            virt_bytes: Some(0),
+            shr_bytes: Some(0),
+            mem_pct: Some(0.0),
+            priority: Some(-100),
+            nice: Some(-20),
+            ..TaskView::default()
+        };
+        for c in [P::Res, P::Virt, P::Shr, P::MemPct, P::Priority, P::Nice] {
+            assert_eq!(c.compare(&none, &some, &cx), Ordering::Less, "{c:?}");
+            assert_eq!(c.text(&none, &cx), "-", "{c:?}");
+        }
+        assert_eq!(P::Res.text(&some, &cx), "0");
+        assert_eq!(P::Priority.text(&some, &cx), "RT");
+        let nice = |n| TaskView {
+            nice: Some(n),
+            ..TaskView::default()
+        };
+        assert_eq!(P::Nice.compare(&nice(-5), &nice(3), &cx), Ordering::Less);
     }
 }

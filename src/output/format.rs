@@ -44,6 +44,62 @@ pub fn fmt_rate(v: f64) -> String {
     }
 }
 
+/// Bytes in at most 5 characters, as top and htop print memory: KiB as a
+/// plain number below 100,000 KiB, then `M` and `G` (one decimal below
+/// 100) and `T`: "4096", "1234M", "12.3G", "512G", "1.5T". `-` when
+/// unknown (a kernel thread has no address space: nothing, not 0).
+pub fn fmt_mem(bytes: Option<u64>) -> String {
+    const K: f64 = 1024.0;
+    let Some(b) = bytes else {
+        return "-".into();
+    };
+    let kib = b / 1024;
+    let mib = b as f64 / (K * K);
+    let gib = mib / K;
+    if kib < 100_000 {
+        kib.to_string()
+    } else if mib < 9_999.5 {
+        format!("{mib:.0}M")
+    } else if gib < 99.95 {
+        format!("{gib:.1}G")
+    } else if gib < 1023.5 {
+        format!("{gib:.0}G")
+    } else if gib / K < 99.95 {
+        format!("{:.1}T", gib / K)
+    } else {
+        format!("{:.0}T", gib / K)
+    }
+}
+
+/// CPU time as htop's TIME+: "m:ss.cc" below an hour, "h:mm:ss" from
+/// there (in at most 9 characters: up to 999 hours), "12345h" beyond.
+pub fn fmt_cpu_time(secs: f64) -> String {
+    let cs = if secs.is_finite() && secs > 0.0 {
+        (secs * 100.0) as u64
+    } else {
+        0
+    };
+    let s = cs / 100;
+    let (h, m) = (s / 3600, s / 60 % 60);
+    if h == 0 {
+        format!("{}:{:02}.{:02}", s / 60, s % 60, cs % 100)
+    } else if h < 1000 {
+        format!("{h}:{m:02}:{:02}", s % 60)
+    } else {
+        format!("{h}h")
+    }
+}
+
+/// `PRI` as htop prints it: `RT` for a real-time task at the top priority
+/// (/proc says -100 or less), `-` when unknown.
+pub fn fmt_priority(p: Option<i32>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p <= -100 => "RT".into(),
+        Some(p) => p.to_string(),
+    }
+}
+
 /// "08:40:01Z": time of day in UTC, as the TUI's summary line shows it.
 pub fn hms(unix_ms: u64) -> String {
     let s = (unix_ms / 1000) % 86_400;
@@ -69,6 +125,49 @@ mod tests {
         ] {
             assert!(fmt_rate(v).chars().count() <= 6, "{v} -> {}", fmt_rate(v));
         }
+    }
+
+    #[test]
+    fn memory_fits_five_columns() {
+        let cases = [
+            (None, "-"),
+            (Some(0), "0"),
+            (Some(4096 * 1024), "4096"),
+            (Some(99_999 * 1024), "99999"),
+            (Some(100_000 * 1024), "98M"),
+            (Some(1234 << 20), "1234M"),
+            (Some(12_700 << 20), "12.4G"),
+            (Some(512 << 30), "512G"),
+            (Some(1536 << 30), "1.5T"),
+            (Some(u64::MAX), "16777216T"),
+        ];
+        for (b, want) in cases {
+            assert_eq!(fmt_mem(b), want, "{b:?}");
+        }
+        for e in 10..54 {
+            let b = Some(3u64 << e);
+            assert!(
+                fmt_mem(b).chars().count() <= 5 || e > 50,
+                "{b:?} -> {}",
+                fmt_mem(b)
+            );
+        }
+    }
+
+    #[test]
+    fn cpu_time_as_htop() {
+        assert_eq!(fmt_cpu_time(0.0), "0:00.00");
+        assert_eq!(fmt_cpu_time(-3.0), "0:00.00");
+        assert_eq!(fmt_cpu_time(f64::NAN), "0:00.00");
+        assert_eq!(fmt_cpu_time(83.456), "1:23.45");
+        assert_eq!(fmt_cpu_time(3599.99), "59:59.99");
+        assert_eq!(fmt_cpu_time(3600.0), "1:00:00");
+        assert_eq!(fmt_cpu_time(999.0 * 3600.0 + 3599.0), "999:59:59");
+        assert_eq!(fmt_cpu_time(1000.0 * 3600.0), "1000h");
+        assert_eq!(fmt_priority(Some(20)), "20");
+        assert_eq!(fmt_priority(Some(-51)), "-51");
+        assert_eq!(fmt_priority(Some(-100)), "RT");
+        assert_eq!(fmt_priority(None), "-");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use crate::sample::{
     BpfHealth, CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NET_RX,
     ProgStat, RawCgroup, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
+    TaskMem,
 };
 
 /// A finished recording of `samples` at `path` (zstd when `compressed`):
@@ -44,6 +45,7 @@ pub fn host(nr_cpus: u32) -> HostInfo {
         clk_tck: 100,
         nr_cpus,
         cpu_node: (0..nr_cpus).map(|c| c / 2.max(nr_cpus / 2)).collect(),
+        mem_total_bytes: Some(16 << 30),
         ..Default::default()
     }
 }
@@ -143,6 +145,18 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 } else {
                     Vec::new()
                 },
+                // Per process (its threads share it), growing a page a
+                // sample; none for the `kthread` rows.
+                mem: (!kthread).then(|| {
+                    let n = u64::from(nth % 16);
+                    TaskMem {
+                        virt: (64 + n * 32) << 20,
+                        res: ((8 + n * 4) << 20) + k * 4096,
+                        shr: (4 + n % 4) << 20,
+                    }
+                }),
+                priority: Some(if nth % 5 == 4 { 25 } else { 20 }),
+                nice: Some(if nth % 5 == 4 { 5 } else { 0 }),
                 ..Default::default()
             }
         })
@@ -267,6 +281,8 @@ pub fn sample_with_cgroups(k: u64, ntasks: usize, ncpus: u32, ncgroups: u64) -> 
                 } else {
                     format!("0-{}", ncpus.saturating_sub(1) / 2)
                 },
+                // One in three has no memory controller counting it.
+                mem_bytes: (id % 3 != 0).then(|| (id % 7 + 1) << 26),
             }
         })
         .collect();

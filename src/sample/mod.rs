@@ -226,6 +226,31 @@ pub struct RawTask {
     /// ([`cgroup_key`]). 0: unknown.
     #[serde(default)]
     pub cgroup_id: u64,
+    /// Its address space's size and resident pages, as /proc/PID/statm
+    /// counts them. Threads share their process's, so a thread row carries
+    /// its process's. `None` for a task without one (kernel threads,
+    /// zombies) and in recordings made before it was collected: unknown,
+    /// never 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<TaskMem>,
+    /// Scheduling priority and nice value as /proc/PID/stat fields 18 and
+    /// 19 print them (`prio - 100` and `static_prio - 120`: 20 and 0 for a
+    /// default task, -100 for SCHED_FIFO 99). `None` in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+}
+
+/// A task's memory in bytes, with htop's meaning: VIRT is the whole
+/// address space (`total_vm`), RES what of it is resident (anonymous,
+/// file and shmem pages), SHR the file and shmem part of RES (pages that
+/// may be shared with other processes).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TaskMem {
+    pub virt: u64,
+    pub res: u64,
+    pub shr: u64,
 }
 
 /// Ends the last argument of a command line that was longer than the
@@ -266,6 +291,12 @@ pub struct RawCgroup {
     /// `cpuset.effective_cpus`), as a list; empty when unknown.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cpus: String,
+    /// Memory charged to it, bytes: `memory.current` (v2), or
+    /// `memory.usage_in_bytes` of its memory hierarchy (v1). `None` where
+    /// no memory controller counts it (the root, a v2 hierarchy without the
+    /// controller) and in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_bytes: Option<u64>,
 }
 
 /// `/proc/stat` per-CPU line, clock ticks.
@@ -494,6 +525,10 @@ pub struct HostInfo {
     /// front ends; empty when there is one or BPF is off.
     #[serde(default)]
     pub calibration_missing: String,
+    /// `MemTotal` of /proc/meminfo in bytes: what MEM% is a share of.
+    /// `None` when unreadable and in older recordings (MEM% is unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_total_bytes: Option<u64>,
 }
 
 /// Which data a sample has.

@@ -77,7 +77,7 @@ pub enum Mode {
     /// `u`: the user picker, on this line ([`App::user_choices`]).
     Users(usize),
     /// `k`, `r` or `a` waits for y/n.
-    Confirm(Box<super::control::Control>),
+    Confirm(Box<super::asked::Control>),
 }
 
 /// What the run loop must do after an event.
@@ -102,7 +102,7 @@ pub enum Action {
     Recheck,
     /// `k`, `r` or `a`, confirmed: act on the task; the answer goes to
     /// [`App::control_done`].
-    Control(Box<super::control::Control>),
+    Control(Box<super::asked::Control>),
 }
 
 /// Replay position; `None` in live mode.
@@ -167,7 +167,7 @@ pub struct App {
     /// `--read-only`: `k`, `r`, `a` and `P`'s apply are off.
     pub read_only: bool,
     /// Affinities set with `a`, with STOLEN% before and after.
-    pub affinity_changes: Vec<super::control::AffinityChange>,
+    pub affinity_changes: Vec<super::asked::AffinityChange>,
     /// `f`: the PID the cursor stays on while rows re-sort. Without it the
     /// cursor keeps its row ([`App::rebuild`]).
     pub follow: Option<u32>,

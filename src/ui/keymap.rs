@@ -13,6 +13,7 @@ use crossterm::event::{
 use super::app::{Action, App, CHROME_BOTTOM, Mode};
 use super::rows::View;
 use super::tabs::tab_at;
+use crate::output::columns::ProcColumn;
 
 /// Rows the mouse wheel moves.
 const WHEEL_STEP: usize = 3;
@@ -110,6 +111,8 @@ pub enum Command {
     Expand(Option<bool>),
     SortLeft,
     SortRight,
+    /// Sort by this column (`M`: RES, as in htop and top).
+    SortBy(ProcColumn),
     Fields,
     Reverse,
     Filter,
@@ -223,6 +226,10 @@ pub const KEYMAP: &[Entry] = &[
     Entry {
         binds: &[(ch('<'), C::SortLeft), (ch('>'), C::SortRight)],
         help: "sort by the column left / right",
+    },
+    Entry {
+        binds: &[(ch('M'), C::SortBy(ProcColumn::Res))],
+        help: "sort by resident memory, RES (as in htop and top)",
     },
     Entry {
         binds: &[
@@ -480,6 +487,7 @@ impl App {
             C::Group | C::Expand(_) => {}
             C::SortLeft => self.shift_sort(-1),
             C::SortRight => self.shift_sort(1),
+            C::SortBy(c) => self.set_sort(c),
             C::Reverse => {
                 self.sort.descending = !self.sort.descending;
                 self.rebuild();

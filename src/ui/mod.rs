@@ -10,8 +10,9 @@
 //!   [`chrome`] around one of the [`views`], one file per view.
 
 pub mod app;
+pub mod asked;
 pub mod chrome;
-pub mod control;
+mod control;
 mod fields;
 #[cfg(feature = "testing")]
 pub mod fixtures;
@@ -97,7 +98,7 @@ pub struct Hooks<'a> {
     /// Writes the settings `W` saves; says where, or why not.
     pub save: &'a mut dyn FnMut(&settings::Settings) -> Result<String, String>,
     /// Sends the signal, renices or sets the affinity the user confirmed.
-    pub control: &'a mut dyn FnMut(&control::Control) -> Result<String, String>,
+    pub control: &'a mut dyn FnMut(&asked::Control) -> Result<String, String>,
 }
 
 /// Runs the TUI: enters the terminal, draws `app` and feeds it Frames from

@@ -22,6 +22,7 @@ pub fn host() -> HostInfo {
         nr_cpus: 8,
         cpu_node: vec![0, 0, 0, 0, 1, 1, 1, 1],
         calibration: Some(calibration()),
+        mem_total_bytes: Some(64 << 30),
         ..Default::default()
     }
 }
@@ -241,6 +242,18 @@ fn raw_task(x: &T, cur: bool, bpf: bool) -> RawTask {
                 IrqAcct::default()
             })
         }),
+        // Per process (from the TGID), none for kernel threads; the
+        // dataplane (dpdk, UID 1000) runs reniced.
+        mem: (!x.kthread).then(|| {
+            let res = (20 + u64::from(x.tgid) * 13 % 900) << 20;
+            nettop::sample::TaskMem {
+                virt: res * 4 + (300 << 20),
+                res,
+                shr: res / 8,
+            }
+        }),
+        priority: Some(if x.uid == 1000 { 10 } else { 20 }),
+        nice: Some(if x.uid == 1000 { -10 } else { 0 }),
         ..Default::default()
     }
 }

@@ -28,9 +28,13 @@ pub struct Inputs {
     pub flow_rules: usize,
     pub tasks: usize,
     pub tasks_bpf: usize,
+    /// T_m: task rows with an address space.
+    pub tasks_mem: usize,
     /// G; `None` when there are no cgroup families (no cgroups, or the
     /// first sample).
     pub cgroup_rows: Option<usize>,
+    /// G_m: cgroup rows a memory controller counts.
+    pub cgroup_mem_rows: usize,
     pub programs: usize,
     /// O: nettop's own BPF cost per CPU was measured (BPF stats on, with
     /// per-CPU runs, from the second sample on).
@@ -110,6 +114,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ),
         ("nettop_task_softirq_inline_seconds_total", x.tasks_bpf),
         ("nettop_task_interruptions_total", x.tasks_bpf),
+        ("nettop_task_resident_bytes", x.tasks_mem),
         ("nettop_bpf_map_full_total", b(x.bpf)),
         ("nettop_bpf_map_full_lost_seconds_total", b(x.bpf)),
         ("nettop_bpf_napi_map_full_total", b(x.bpf)),
@@ -134,6 +139,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
     if let Some(g) = x.cgroup_rows {
         m.push(("nettop_cgroups", 1));
         m.push(("nettop_cgroup_info", g));
+        m.push(("nettop_cgroup_memory_bytes", x.cgroup_mem_rows));
         for n in [
             "nettop_cgroup_processes",
             "nettop_cgroup_top_cpu_ratio",
@@ -155,7 +161,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
 
 /// The doc's closed form for a BPF host with a calibration, traffic on
 /// every CPU or node, every task row BPF-accounted and cgroups present:
-/// `(26 + O)·C + S + 3I + 5D + Dₚ + D_b + 7T + 10G + 2K + 2R + X + Q + W + F + 11`,
+/// `(26 + O)·C + S + 3I + 5D + Dₚ + D_b + 8T + T_m + 10G + G_m + 2K + 2R + X + Q + W + F + 11`,
 /// less `13·C + 5D` with the node-exporter preset.
 pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
     let (per_unit, per_device) = if node_exporter { (13, 0) } else { (26, 5) };
@@ -166,7 +172,9 @@ pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
         + x.devices_per_packet
         + x.devices_per_byte
         + 8 * x.tasks
+        + x.tasks_mem
         + 10 * x.cgroup_rows.unwrap_or(0)
+        + x.cgroup_mem_rows
         + 2 * x.calibration_classes
         + 2 * x.programs
         + x.xdp

@@ -122,7 +122,18 @@ pub fn process(f: &Frame, pid: u32) -> &TaskView {
 }
 
 /// Fields that are `Option`s in the frame: serialised as null when absent.
-pub const NULLABLE: &[&str] = &["node", "bpf_cpu_pct", "own_bpf_pct"];
+pub const NULLABLE: &[&str] = &[
+    "node",
+    "bpf_cpu_pct",
+    "own_bpf_pct",
+    "priority",
+    "nice",
+    "virt_bytes",
+    "res_bytes",
+    "shr_bytes",
+    "mem_pct",
+    "mem_bytes",
+];
 
 /// Every number in the frame is finite. Walked serialised, so no field is
 /// missed; serde_json writes NaN and ±inf as null, so a null anywhere but
@@ -154,8 +165,12 @@ pub fn all_finite(f: &Frame) {
             t.true_pct,
             t.hidden_pct,
             t.hardirq_pct,
+            t.cpu_time_s,
         ] {
             assert!(x.is_finite() && x >= 0.0, "{x} in {t:?}");
+        }
+        if let Some(x) = t.mem_pct {
+            assert!(x.is_finite() && x >= 0.0, "MEM% {x} in {t:?}");
         }
     }
     for c in &f.cpus {

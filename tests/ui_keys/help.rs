@@ -10,7 +10,7 @@ use crate::{app, key};
 /// column of each line above the "!" legend, names turned back into keys.
 fn keys_in_drawn_help(a: &App) -> Vec<KeyEvent> {
     use ratatui::{Terminal, backend::TestBackend};
-    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let mut t = Terminal::new(TestBackend::new(120, 70)).unwrap();
     t.draw(|f| nettop::ui::render::draw(f, a)).unwrap();
     let screen = t.backend().to_string();
     let mut keys = Vec::new();

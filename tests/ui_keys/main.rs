@@ -103,10 +103,33 @@ fn sort_moves_between_columns_and_reverses() {
     }
     assert_eq!(a.sort.column, Column::Pid);
     assert!(!a.sort.descending); // PID: ascending like top
-    for _ in 0..20 {
+    for _ in 0..40 {
         key(&mut a, KeyCode::Char('>'));
     }
     assert_eq!(a.sort.column, Column::Command);
+}
+
+/// `M` sorts by RES, largest first, as in htop and top: whichever column
+/// the sort was on, and kernel threads (no memory) last; `R` reverses.
+#[test]
+fn m_sorts_by_resident_memory() {
+    let mut a = app(60);
+    key(&mut a, KeyCode::Char('<'));
+    key(&mut a, KeyCode::Char('M'));
+    assert_eq!(a.sort.column, Column::Res);
+    assert!(a.sort.descending);
+    let res: Vec<Option<u64>> = a
+        .rows
+        .iter()
+        .map(|r| a.task(r.src).unwrap().res_bytes)
+        .collect();
+    assert!(res.windows(2).all(|w| w[0] >= w[1]), "{res:?}");
+    assert!(res[0].is_some() && res.last() == Some(&None), "{res:?}");
+    // Again: still RES, still largest first (a sort key, not a toggle).
+    key(&mut a, KeyCode::Char('M'));
+    assert_eq!((a.sort.column, a.sort.descending), (Column::Res, true));
+    key(&mut a, KeyCode::Char('R'));
+    assert!(!a.sort.descending);
 }
 
 #[test]
@@ -115,7 +138,8 @@ fn sort_picker_picks_stolen() {
     key(&mut a, KeyCode::Char('F'));
     assert!(matches!(a.mode, Mode::Fields { .. }));
     key(&mut a, KeyCode::Home);
-    for _ in 0..6 {
+    // PID, USER, PRI, NI, S, TOP%, ONCPU%, TRUE%, GAP, STOLEN%.
+    for _ in 0..9 {
         key(&mut a, KeyCode::Down);
     }
     key(&mut a, KeyCode::Enter);

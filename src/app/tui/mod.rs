@@ -325,9 +325,9 @@ fn run_ui(
 
 /// `k`, `r` and `a`, confirmed in the TUI: done here, answered in one
 /// status line.
-fn control(c: &crate::ui::control::Control) -> Result<String, String> {
+fn control(c: &crate::ui::asked::Control) -> Result<String, String> {
     use crate::sys::control::{self, signal_name};
-    use crate::ui::control::Op;
+    use crate::ui::asked::Op;
     let who = c.target.label();
     let threads = |n: usize| {
         if n == 1 {

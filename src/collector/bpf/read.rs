@@ -117,6 +117,24 @@ impl BpfCollector {
             .collect())
     }
 
+    /// One task's record in the task hash: for a task the sampler's walk
+    /// did not yield, whose record the kernel never joins. `None` when it
+    /// has none (never interrupted) or the map cannot be read.
+    pub fn task_counters(&self, tid: u32) -> Option<TaskCounters> {
+        let v = self
+            .skel
+            .maps
+            .tasks
+            .lookup(&tid.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        let v = from_bytes::<types::nt_task>(&v)?;
+        Some(TaskCounters {
+            tgid: v.tgid,
+            start_boottime_ns: v.start_boottime,
+            acct: acct_from(&v.acct),
+        })
+    }
+
     /// Exited threads' interrupt accounting per process: (TGID, leader's
     /// start time in ns, accounting). One batch read of a small map.
     pub fn read_exited(&self) -> Result<Vec<(u32, u64, IrqAcct)>> {
@@ -166,8 +184,14 @@ impl BpfCollector {
     /// flushed after its task's tomb fell out, or a TID reused in between.
     /// An entry is deleted when two sweeps in a row find it not live, so a
     /// task created between a pass and a sweep is never mistaken for one.
-    /// With the sampler, live = seen by a recent pass; otherwise `live_tids`.
-    pub fn sweep(&mut self, live_tids: Option<&std::collections::HashSet<u32>>) -> Result<usize> {
+    /// With the sampler, live = seen by a recent pass or in `unseen` (live
+    /// tasks the walk does not yield, read through /proc); otherwise
+    /// `live_tids`.
+    pub fn sweep(
+        &mut self,
+        live_tids: Option<&std::collections::HashSet<u32>>,
+        unseen: &std::collections::HashSet<u32>,
+    ) -> Result<usize> {
         let pass = self.sample_gen;
         let sampled = self.sampler.is_some();
         let stale: Vec<u32> = self
@@ -175,6 +199,7 @@ impl BpfCollector {
             .into_iter()
             .filter(|(tid, v)| {
                 *tid != 0
+                    && !unseen.contains(tid)
                     && if sampled {
                         v.seen_gen.saturating_add(2) < pass
                     } else {

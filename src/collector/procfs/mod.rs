@@ -12,17 +12,18 @@
 //!   ends right after the comm (`"1 (x)"`), which a fake tree can hold;
 //! - `status`: ours: `procfs` builds a map of every line (14× as long) and
 //!   requires fields (PPid, FDSize, Groups...) nettop does not use;
+//! - `statm`: ours: three numbers are needed, `procfs` requires seven;
 //! - `/proc/stat`: ours: `procfs`'s `KernelStats` lists CPUs by position,
 //!   which misnumbers every CPU after an offline one;
 //! - `softnet_stat`, `/sys/class/net`: `procfs` has no parser.
 //!
 //! Three parts: `task` reads and parses the per-task files (`stat`,
-//! `schedstat`, `status`) and sums processes; `cmdline` reads each
-//! process's command line once and keeps it (both task paths fill their
-//! process rows from it); `system` reads the system-wide files
-//! (`/proc/stat`, `softnet_stat`, the CPU lists, `/sys/class/net`) and
-//! joins them into one row per CPU; `sysinfo` reads memory, load and
-//! uptime for the header meters.
+//! `schedstat`, `status`, and each process's `statm`) and sums processes;
+//! `cmdline` reads each process's command line once and keeps it (both
+//! task paths fill their process rows from it); `system` reads the
+//! system-wide files (`/proc/stat`, `softnet_stat`, the CPU lists,
+//! `/sys/class/net`) and joins them into one row per CPU; `sysinfo` reads
+//! memory, load and uptime for the header meters.
 
 mod cmdline;
 mod sysinfo;
@@ -37,6 +38,6 @@ pub use system::{
     read_softnet,
 };
 pub use task::{
-    StatFields, find_ksoftirqd, parse_schedstat, parse_stat, parse_status, process_totals,
-    read_ksoftirqd, read_tasks,
+    StatFields, find_ksoftirqd, list_pids, page_size, parse_schedstat, parse_stat, parse_statm,
+    parse_status, process_totals, read_ksoftirqd, read_processes, read_tasks,
 };

@@ -1,7 +1,8 @@
 //! Per-task files under `/proc/<pid>/task/<tid>/` (`stat`, `schedstat`,
-//! `status`), read into one reused buffer; a task that exits while it is
-//! read is skipped. Also the per-process totals of the /proc path and the
-//! `ksoftirqd/N` lookup the per-CPU rows need.
+//! `status`) and each process's `statm` (its threads share it), read into
+//! one reused buffer; a task that exits while it is read is skipped. Also
+//! the per-process totals of the /proc path and the `ksoftirqd/N` lookup
+//! the per-CPU rows need.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -10,7 +11,7 @@ use std::path::Path;
 use ::procfs::FromRead;
 use anyhow::{Context, Result, anyhow};
 
-use crate::sample::RawTask;
+use crate::sample::{RawTask, TaskMem};
 use crate::sys::cpuset::live_affinity;
 use crate::sys::sysroot::{MAX_FILE, Sysroot, read_bounded};
 
@@ -52,6 +53,10 @@ pub struct StatFields {
     pub stime: u64,
     pub start_ticks: u64,
     pub last_cpu: u32,
+    /// Fields 18 and 19: priority (`prio - 100`; negative for real-time
+    /// tasks) and nice.
+    pub priority: i32,
+    pub nice: i32,
 }
 
 /// Parses a `stat` line. `comm` may contain spaces and ')' (a process can
@@ -76,6 +81,13 @@ pub fn parse_stat(text: &str) -> Result<StatFields, String> {
             .or_else(|_| s.parse::<i64>().map(|v| v.max(0) as u64))
             .map_err(|_| format!("field {n} '{s}' is not a number"))
     };
+    let signed = |n: usize| -> Result<i32, String> {
+        let s = rest
+            .get(n - 3)
+            .ok_or_else(|| format!("field {n} missing"))?;
+        s.parse::<i32>()
+            .map_err(|_| format!("field {n} '{s}' is not a number"))
+    };
     let state = rest
         .first()
         .and_then(|s| s.chars().next())
@@ -90,7 +102,42 @@ pub fn parse_stat(text: &str) -> Result<StatFields, String> {
         start_ticks: field(22)?,
         // Field 39 exists since 2.2; a truncated line is an error above.
         last_cpu: u32::try_from(field(39)?).unwrap_or(0),
+        priority: signed(18)?,
+        nice: signed(19)?,
     })
+}
+
+/// `statm` ("size resident shared text lib data dt", pages) as bytes:
+/// VIRT, RES and SHR (`shared` counts resident file and shmem pages, as
+/// htop's SHR). `Ok(None)` for a task without an address space (kernel
+/// threads, zombies), which reads as all zeros. Only the first three
+/// numbers are needed, so this is ours: the `procfs` crate's parser
+/// requires all seven.
+pub fn parse_statm(text: &str, page_size: u64) -> Result<Option<TaskMem>, String> {
+    let mut it = text.split_ascii_whitespace();
+    let mut next = |what: &str| -> Result<u64, String> {
+        let s = it.next().ok_or_else(|| format!("{what} missing"))?;
+        s.parse::<u64>()
+            .map_err(|_| format!("{what} '{s}' is not a number"))
+    };
+    let (size, resident, shared) = (next("size")?, next("resident")?, next("shared")?);
+    if size == 0 {
+        return Ok(None);
+    }
+    let bytes = |pages: u64| pages.saturating_mul(page_size);
+    Ok(Some(TaskMem {
+        virt: bytes(size),
+        res: bytes(resident),
+        shr: bytes(shared),
+    }))
+}
+
+/// Bytes per page of this kernel: `statm` and the task sampler count
+/// pages.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions and only reads a constant.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(v).ok().filter(|&v| v > 0).unwrap_or(4096)
 }
 
 /// `schedstat` ("sum_exec_runtime run_delay timeslices") through the
@@ -202,6 +249,8 @@ fn read_one_task(
         kthread: st.flags & PF_KTHREAD != 0,
         irq: None,
         ppid: st.ppid,
+        priority: Some(st.priority),
+        nice: Some(st.nice),
         ..Default::default()
     })
 }
@@ -232,6 +281,7 @@ fn read_process(
     } else {
         None
     };
+    let first = out.len();
     for tid in tids {
         match read_one_task(
             &task_dir.join(tid.to_string()),
@@ -243,6 +293,22 @@ fn read_process(
             Ok(t) => out.push(t),
             Err(TaskErr::Vanished) => {}
             Err(TaskErr::Other(e)) => return Err(e),
+        }
+    }
+    // One address space per process: its `statm`, for every thread row.
+    // Kernel threads have none; a process that vanished meanwhile keeps
+    // its rows without one (unknown, not zero).
+    let threads = &mut out[first..];
+    if threads.first().is_some_and(|t| !t.kthread) {
+        let p = proc_dir.join(pid.to_string()).join("statm");
+        let mem = match read_into(&p, buf) {
+            Ok(()) => parse_statm(&String::from_utf8_lossy(buf), page_size())
+                .map_err(|e| anyhow!("{}: {e}", p.display()))?,
+            Err(e) if is_vanished(&e) => None,
+            Err(e) => return Err(anyhow!(e).context(format!("reading {}", p.display()))),
+        };
+        for t in threads {
+            t.mem = mem;
         }
     }
     Ok(())
@@ -295,6 +361,25 @@ pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
         read_process(&proc_dir, pid, root.is_live(), &mut out, &mut buf)?;
     }
     Ok(out)
+}
+
+/// Every thread of exactly these processes (no `ksoftirqd/N` added): the
+/// processes the task sampler's walk did not yield. One that vanished is
+/// skipped.
+pub fn read_processes(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
+    let proc_dir = root.proc();
+    let mut buf = Vec::with_capacity(2048);
+    let mut out = Vec::new();
+    for &pid in pids {
+        read_process(&proc_dir, pid, root.is_live(), &mut out, &mut buf)?;
+    }
+    Ok(out)
+}
+
+/// The PIDs /proc lists now, ascending.
+pub fn list_pids(root: &Sysroot) -> Result<Vec<u32>> {
+    let proc_dir = root.proc();
+    numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))
 }
 
 /// Process totals for the /proc path, one row per process in `threads`
@@ -380,6 +465,24 @@ mod tests {
             (7, 3, 12345, 5)
         );
         assert_eq!(s.flags, 4194560);
+        assert_eq!((s.priority, s.nice), (20, 0));
+        let rt = line.replace(" 0 0 20 0 1 0 ", " 0 0 -100 -5 1 0 ");
+        let s = parse_stat(&rt).unwrap();
+        assert_eq!((s.priority, s.nice), (-100, -5), "{rt}");
+    }
+
+    #[test]
+    fn statm_in_bytes_and_no_address_space() {
+        let m = parse_statm("5000 300 120 10 0 400 0\n", 4096)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (m.virt, m.res, m.shr),
+            (5000 * 4096, 300 * 4096, 120 * 4096)
+        );
+        assert_eq!(parse_statm("0 0 0 0 0 0 0\n", 4096), Ok(None));
+        assert!(parse_statm("12 x 3", 4096).unwrap_err().contains("'x'"));
+        assert!(parse_statm("12", 4096).unwrap_err().contains("missing"));
     }
 
     #[test]

@@ -63,6 +63,8 @@ struct Ctx<'a> {
     regime: Regime,
     source: Source,
     cal: Option<&'a Calibration>,
+    /// The host's memory, bytes (MEM%'s denominator), when known.
+    mem_total: Option<u64>,
 }
 
 impl Ctx<'_> {
@@ -79,6 +81,11 @@ impl Ctx<'_> {
         } else {
             fin(n * 1e9 / self.dt_ns as f64)
         }
+    }
+    /// `bytes` as a percent of the host's memory.
+    fn mem_pct(&self, bytes: u64) -> Option<f64> {
+        let total = self.mem_total.filter(|&t| t > 0)?;
+        Some(fin(bytes as f64 / total as f64 * 100.0))
     }
     fn ticks_ns(&self, ticks: u64) -> f64 {
         if self.clk_tck == 0 {
@@ -198,6 +205,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         regime: host.regime,
         source: cur.source,
         cal: host.calibration.as_ref(),
+        mem_total: host.mem_total_bytes,
     };
 
     // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
@@ -276,6 +284,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
             is_process: false,
             leader: t,
             nr_threads: 1,
+            cpu_ticks: cpu_ticks(t),
         };
         task_view(&ctx, &m, td)
     };
@@ -321,6 +330,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
                     is_process: true,
                     leader: p,
                     nr_threads: p.nr_threads.max(1),
+                    cpu_ticks: cpu_ticks(p),
                 };
                 task_view(&ctx, &m, &td)
             })

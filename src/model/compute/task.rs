@@ -87,6 +87,14 @@ pub(super) struct Meta<'a> {
     /// Names the row: its comm, command line, parent, state, CPU, cgroup.
     pub(super) leader: &'a RawTask,
     pub(super) nr_threads: u32,
+    /// Cumulative utime + stime ticks of the row (TIME+): the leader's own
+    /// unless the row sums threads without the kernel's process totals.
+    pub(super) cpu_ticks: u64,
+}
+
+/// utime + stime, ticks.
+pub(super) fn cpu_ticks(t: &RawTask) -> u64 {
+    t.utime_ticks.saturating_add(t.stime_ticks)
 }
 
 pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
@@ -113,6 +121,13 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         start_ticks: m.leader.start_ticks,
         top_pct: ctx.pct_ns(ctx.ticks_ns(td.ticks)),
         on_cpu_pct,
+        priority: m.leader.priority,
+        nice: m.leader.nice,
+        cpu_time_s: ctx.ticks_ns(m.cpu_ticks) / 1e9,
+        virt_bytes: m.leader.mem.map(|x| x.virt),
+        res_bytes: m.leader.mem.map(|x| x.res),
+        shr_bytes: m.leader.mem.map(|x| x.shr),
+        mem_pct: m.leader.mem.and_then(|x| ctx.mem_pct(x.res)),
         ..Default::default()
     };
     let mut hidden_in_runtime_pct = 0.0;
@@ -180,6 +195,9 @@ pub(super) fn group_threads(ctx: &Ctx, cur: &RawSample, deltas: &[TaskDelta]) ->
                 is_process: true,
                 leader: &cur.tasks[leader_i],
                 nr_threads: u32::try_from(idx.len()).unwrap_or(u32::MAX),
+                cpu_ticks: idx
+                    .iter()
+                    .fold(0u64, |n, &i| n.saturating_add(cpu_ticks(&cur.tasks[i]))),
             };
             Some(task_view(ctx, &m, &sum))
         })

@@ -1,7 +1,8 @@
 //! Where the cgroup hierarchies are mounted, as nettop's mount namespace
-//! sees them (v2, v1 cpuset, hybrid, container sub-trees), and the walk
-//! that maps v2 cgroup ids to paths. The collector's resolver and the
-//! topology's thread scan both read cpusets through these.
+//! sees them (v2, v1 cpuset and memory, hybrid, container sub-trees), and
+//! the walk that maps v2 cgroup ids to paths. The collector's resolver and
+//! the topology's thread scan both read cpusets through these; the
+//! resolver reads each cgroup's memory through them too.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -21,6 +22,8 @@ pub struct Mounts {
     pub v2: Option<(String, String)>,
     /// The v1 cpuset hierarchy's mount point.
     pub v1_cpuset: Option<String>,
+    /// The v1 memory hierarchy's mount point.
+    pub v1_memory: Option<String>,
     /// Any v1 hierarchy is mounted (v1-only or hybrid).
     pub v1: bool,
 }
@@ -66,6 +69,9 @@ impl Mounts {
                     if m.v1_cpuset.is_none() && opts.split(',').any(|o| o == "cpuset") {
                         m.v1_cpuset = Some(unescape(point));
                     }
+                    if m.v1_memory.is_none() && opts.split(',').any(|o| o == "memory") {
+                        m.v1_memory = Some(unescape(point));
+                    }
                 }
                 _ => {}
             }
@@ -82,6 +88,33 @@ impl Mounts {
             .iter()
             .map(|f| format!("{mount}{p}/{f}"))
             .find(|f| root.path(f).exists())
+    }
+
+    /// The v1 `memory.usage_in_bytes` of memory cgroup `path`, under the
+    /// v1 memory mount. None for the root, as in v2: its figure is the
+    /// whole host's, not what its own processes use.
+    pub fn v1_mem_file(&self, root: &Sysroot, path: &str) -> Option<String> {
+        let mount = self.v1_memory.as_ref()?;
+        let p = path.trim_end_matches('/');
+        if p.is_empty() {
+            return None;
+        }
+        let f = format!("{mount}{p}/memory.usage_in_bytes");
+        root.path(&f).exists().then_some(f)
+    }
+
+    /// The v2 `memory.current` of `path` (as `/proc/PID/cgroup` names it):
+    /// only the cgroup's own. Where the controller is off a cgroup's pages
+    /// are charged to an ancestor with siblings' pages, which would be a
+    /// wrong number for it; the root has none.
+    pub fn v2_mem_file(&self, root: &Sysroot, path: &str) -> Option<String> {
+        let (m, r) = self.v2.as_ref()?;
+        let rel = path.strip_prefix(r.trim_end_matches('/'))?;
+        if !(rel.is_empty() || rel.starts_with('/')) {
+            return None;
+        }
+        let f = format!("{m}{}/memory.current", rel.trim_end_matches('/'));
+        root.path(&f).exists().then_some(f)
     }
 
     /// The v2 `cpuset.cpus.effective` of `path` (as `/proc/PID/cgroup`
@@ -124,6 +157,10 @@ impl Mounts {
         if has("/sys/fs/cgroup/cpuset/cpuset.cpus") {
             m.v1 = true;
             m.v1_cpuset = Some("/sys/fs/cgroup/cpuset".into());
+        }
+        if has("/sys/fs/cgroup/memory/memory.usage_in_bytes") {
+            m.v1 = true;
+            m.v1_memory = Some("/sys/fs/cgroup/memory".into());
         }
         m
     }
@@ -170,6 +207,7 @@ mod tests {
 31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate
 34 30 0:30 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct
 35 30 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset
+36 30 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory
 ";
         let m = Mounts::parse_mountinfo(hybrid);
         assert_eq!(
@@ -177,6 +215,7 @@ mod tests {
             Some(("/sys/fs/cgroup/unified".to_string(), "/".to_string()))
         );
         assert_eq!(m.v1_cpuset.as_deref(), Some("/sys/fs/cgroup/cpuset"));
+        assert_eq!(m.v1_memory.as_deref(), Some("/sys/fs/cgroup/memory"));
         assert!(m.v1);
         let v2 = "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw\n";
         let m = Mounts::parse_mountinfo(v2);

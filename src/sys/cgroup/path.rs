@@ -218,9 +218,18 @@ impl ProcCgroup {
 
     /// Path in the v1 cpuset hierarchy, when it is mounted as v1.
     pub fn v1_cpuset(&self) -> Option<&str> {
+        self.v1_controller("cpuset")
+    }
+
+    /// Path in the v1 memory hierarchy, when it is mounted as v1.
+    pub fn v1_memory(&self) -> Option<&str> {
+        self.v1_controller("memory")
+    }
+
+    fn v1_controller(&self, name: &str) -> Option<&str> {
         self.v1
             .iter()
-            .find(|(c, _)| c.split(',').any(|x| x == "cpuset"))
+            .find(|(c, _)| c.split(',').any(|x| x == name))
             .map(|(_, p)| p.as_str())
     }
 }

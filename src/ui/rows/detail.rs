@@ -1,6 +1,6 @@
 //! The detail pane's data (`Enter` on a process, `Esc` closes): one
-//! process's identity, workload, placement, the split of the time stolen
-//! from it, its threads and the pinning findings that name it.
+//! process's identity, memory, workload, placement, the split of the time
+//! stolen from it, its threads and the pinning findings that name it.
 //!
 //! Everything comes from the Frame and from [`Facts`], which the topology
 //! thread derives with the pinning lint (the NICs' NUMA nodes, findings per
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::LineKind;
 use crate::model::frame::{CgroupView, Frame, TaskView};
 use crate::output::columns::{ProcColumn, RowCtx, cpu_nodes};
-use crate::output::format::{fmt_pct, hms};
+use crate::output::format::{fmt_cpu_time, fmt_mem, fmt_pct, fmt_priority, hms};
 use crate::pinning::{Report, Severity};
 use crate::sample::SOFTIRQ_NAMES;
 use crate::sys::cpuset::CpuSet;
@@ -231,17 +231,48 @@ pub fn head_lines(p: &Pane, cx: &RowCtx) -> Vec<(LineKind, String)> {
         (
             LineKind::Normal,
             format!(
-                "PID {}  PPID {}  user {}  state {}  threads {}  last CPU {}{node}",
+                "PID {}  PPID {}  user {}  state {}  PRI {}  NI {}  threads {}  last CPU {}{node}",
                 t.pid,
                 t.ppid,
                 cx.user(t.uid),
                 t.state,
+                fmt_priority(t.priority),
+                t.nice.map_or("-".into(), |n| n.to_string()),
                 t.nr_threads,
                 t.last_cpu
             ),
         ),
         (LineKind::Normal, format!("command: {cmd}")),
+        memory_line(t),
     ]
+}
+
+/// RES, its share of the host, SHR, VIRT and the CPU time used: what
+/// htop's columns say about the process, on one line.
+fn memory_line(t: &TaskView) -> (LineKind, String) {
+    let time = fmt_cpu_time(t.cpu_time_s);
+    let Some(res) = t.res_bytes else {
+        let why = if t.kthread {
+            "none (a kernel thread has no address space)"
+        } else if t.state == 'Z' {
+            "none (a zombie has no address space)"
+        } else {
+            "unknown (not in this frame: a recording made before nettop read it)"
+        };
+        return (LineKind::Note, format!("memory {why}  TIME+ {time}"));
+    };
+    let share = t
+        .mem_pct
+        .map_or(String::new(), |p| format!(" ({}% of memory)", fmt_pct(p)));
+    (
+        LineKind::Normal,
+        format!(
+            "memory RES {}{share}  SHR {}  VIRT {}  TIME+ {time}",
+            fmt_mem(Some(res)),
+            fmt_mem(t.shr_bytes),
+            fmt_mem(t.virt_bytes),
+        ),
+    )
 }
 
 /// Everything below the history graph: stolen split, workload, placement,

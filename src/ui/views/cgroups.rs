@@ -1,7 +1,8 @@
 //! The Processes view grouped by cgroup (`C`): one line per pod, container
 //! or service, ordered by STOLEN% (`R` reverses), expandable to its
 //! processes (Enter, → / ←). Each line shows the CPUs its cpuset allows and
-//! how much receive work lands on them. Rows come from the model's
+//! how much receive work lands on them, and the memory charged to it (a
+//! process line: its RES). Rows come from the model's
 //! roll-up (`Frame::cgroups`), ordered in
 //! [`rows::cgroups`](crate::ui::rows::cgroups); this file draws them.
 
@@ -12,7 +13,7 @@ use ratatui::text::Span;
 use ratatui::widgets::{Cell, Row, Table};
 
 use super::table::{Col, mark_selected, on_screen, table_head};
-use crate::output::format::fmt_pct;
+use crate::output::format::{fmt_mem, fmt_pct};
 use crate::sample::NET_RX;
 use crate::ui::app::App;
 use crate::ui::rows::View;
@@ -22,12 +23,12 @@ use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit};
 pub(crate) fn header(app: &App) -> String {
     format!(
         "Containers (grouped by cgroup, C: back to processes) · sort STOLEN%{} │ Enter/→ ← expand/collapse · \
-         CPUS = what its cpuset allows, RX% = receive work on them, RX ON = allowed CPUs with ≥1% of it",
+         MEM = memory charged to it, CPUS = what its cpuset allows, RX% = receive work on them, RX ON = allowed CPUs with ≥1% of it",
         if app.sort.descending { "▼" } else { "▲" }
     )
 }
 
-const COLS: [Col; 11] = [
+const COLS: [Col; 12] = [
     ("CGROUP", 40, false),
     ("PROCS", 5, true),
     ("TOP%", 6, true),
@@ -35,6 +36,7 @@ const COLS: [Col; 11] = [
     ("NETRX%", 6, true),
     ("HID~%", 5, true),
     ("TRUE%", 6, true),
+    ("MEM", 5, true),
     ("CPUS", 8, false),
     ("RX%", 6, true),
     ("RX ON", 7, false),
@@ -80,12 +82,13 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                             Cell::from(fit(&fmt_pct(c.net_rx_stolen_pct), w(4), true)),
                             Cell::from(fit(&fmt_pct(c.hidden_pct), w(5), true)),
                             Cell::from(fit(&fmt_pct(c.true_pct), w(6), true)),
+                            Cell::from(fit(&fmt_mem(c.mem_bytes), w(7), true)),
                             Cell::from(fit(
                                 if c.cpus.is_empty() { "all" } else { &c.cpus },
-                                w(7),
+                                w(8),
                                 false,
                             )),
-                            Cell::from(fit(&fmt_pct(c.rx_on_cpus_pct), w(8), true)),
+                            Cell::from(fit(&fmt_pct(c.rx_on_cpus_pct), w(9), true)),
                             Cell::from(Span::styled(
                                 fit(
                                     if c.rx_cpus.is_empty() {
@@ -93,7 +96,7 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                                     } else {
                                         &c.rx_cpus
                                     },
-                                    w(9),
+                                    w(10),
                                     false,
                                 ),
                                 if c.rx_cpus.is_empty() {
@@ -115,7 +118,8 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
                             Cell::from(fit(&fmt_pct(t.softirq_stolen_pct[NET_RX]), w(4), true)),
                             Cell::from(fit(&fmt_pct(t.hidden_pct), w(5), true)),
                             Cell::from(fit(&fmt_pct(t.true_pct), w(6), true)),
-                            Cell::from(fit(&t.affinity, w(7), false)),
+                            Cell::from(fit(&fmt_mem(t.res_bytes), w(7), true)),
+                            Cell::from(fit(&t.affinity, w(8), false)),
                             Cell::from(""),
                             Cell::from(""),
                             Cell::from(Span::styled(format!("cpu {}", t.last_cpu), s.dim())),

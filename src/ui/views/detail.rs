@@ -10,6 +10,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
+use crate::output::format::fmt_mem;
 use crate::ui::app::App;
 use crate::ui::history::{Key, Series};
 use crate::ui::rows::detail::{self, Pane};
@@ -185,12 +186,46 @@ fn graph<'a>(app: &App, p: &Pane, s: &Sty, width: usize) -> Vec<Line<'a>> {
             Span::raw(format!(" max {peak:>5.1}")),
         ]));
     }
+    // RES against its own peak (bytes have no 100 %): growth shows as a
+    // rising line, a leak as one that never comes down.
+    if h.has_res(p.pid) {
+        let values = squeeze(&h.res_last_n(p.pid, n), w);
+        let peak = values.iter().flatten().copied().fold(0.0f32, f32::max);
+        out.push(Line::from(vec![
+            Span::raw(format!("{:<LABEL$}", "RES")),
+            Span::styled(spark(&values, f64::from(peak)), s.accent()),
+            Span::raw(format!(
+                " max {:>5}",
+                fmt_mem(Some(peak_bytes(peak, p.task.res_bytes)))
+            )),
+        ]));
+    }
     out
+}
+
+/// The RES peak to print: the rings keep 3 significant digits, so a peak
+/// within that of the process's exact RES now is that RES (the memory line
+/// above prints it; the two must not disagree by a rounding).
+fn peak_bytes(peak: f32, now: Option<u64>) -> u64 {
+    match now {
+        Some(n) if f64::from(peak) <= n as f64 * (1.0 + 1.0 / 256.0) => n,
+        _ => peak as u64,
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::wrap;
+    use super::{peak_bytes, wrap};
+
+    #[test]
+    fn a_peak_that_is_the_current_res_prints_it_exactly() {
+        let now = 545u64 << 20;
+        let ring = 544.0f32 * (1u32 << 20) as f32;
+        assert_eq!(peak_bytes(ring, Some(now)), now);
+        let higher = 600.0f32 * (1u32 << 20) as f32;
+        assert_eq!(peak_bytes(higher, Some(now)), higher as u64);
+        assert_eq!(peak_bytes(ring, None), ring as u64);
+    }
 
     #[test]
     fn long_words_break_where_the_line_ends() {

@@ -63,10 +63,11 @@ const RATIOS: [Ratio; 8] = [
 ];
 
 /// The family names [`families`] builds, for `--metrics-exclude`.
-pub(super) const NAMES: [&str; RATIOS.len() + 3] = [
+pub(super) const NAMES: [&str; RATIOS.len() + 4] = [
     COUNT,
     INFO,
     PROCESSES,
+    MEMORY,
     RATIOS[0].0,
     RATIOS[1].0,
     RATIOS[2].0,
@@ -79,6 +80,7 @@ pub(super) const NAMES: [&str; RATIOS.len() + 3] = [
 const COUNT: &str = "nettop_cgroups";
 const INFO: &str = "nettop_cgroup";
 const PROCESSES: &str = "nettop_cgroup_processes";
+const MEMORY: &str = "nettop_cgroup_memory_bytes";
 
 fn labels(c: &CgroupView) -> Vec<(&'static str, String)> {
     vec![
@@ -123,7 +125,13 @@ pub fn families(
         "What the cgroup path names: Kubernetes QoS class, runtime, systemd unit, allowed CPUs",
     );
     let mut procs = Family::new(PROCESSES, Kind::Gauge, None, "Processes in the cgroup");
-    let mut out = Vec::with_capacity(RATIOS.len() + 3);
+    let mut memory = Family::new(
+        MEMORY,
+        Kind::Gauge,
+        Some("bytes"),
+        "Memory charged to the cgroup (memory.current; v1 memory.usage_in_bytes); no series where no memory controller counts it",
+    );
+    let mut out = Vec::with_capacity(RATIOS.len() + 4);
     for c in &rows {
         let mut l = labels(c);
         let id = &c.identity;
@@ -138,8 +146,11 @@ pub fn families(
         ]);
         info.push(l, 1.0);
         procs.push(labels(c), f64::from(c.processes));
+        if let Some(m) = c.mem_bytes {
+            memory.push(labels(c), m as f64);
+        }
     }
-    out.extend([count, info, procs]);
+    out.extend([count, info, procs, memory]);
     for (name, help, get) in RATIOS {
         let mut f = Family::new(name, Kind::Gauge, Some("ratio"), help);
         for c in &rows {

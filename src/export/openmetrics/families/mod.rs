@@ -132,6 +132,7 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_task_rebilled_seconds", S, "CPU time the kernel billed to the threads the task's reschedule IPIs woke though it was the task's (calibrated; TRUE = on-CPU - stolen - hidden + rebilled), top-N tasks", task_rebilled),
     def(Counter, "nettop_task_softirq_inline_seconds", S, "Softirq time the task raised and ran itself, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.softirq_ctx_ns(CTX_INLINE))))),
     def(Counter, "nettop_task_interruptions", NO, "Hardirqs and system vectors that interrupted the task, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| a.interruptions() as f64))),
+    def(Gauge, "nettop_task_resident_bytes", B, "Resident memory (RES: anonymous, file and shmem pages, as /proc/PID/statm counts them; a thread has its process's), top-N tasks; none for a task without an address space", |s, o| per_task(s, o, |t| t.res.map(|b| b as f64))),
     // Collector health.
     def(Counter, "nettop_bpf_map_full", NO, "Interrupt records lost because the task map was full", |s, o| health(s, o, |h| h.map_full as f64)),
     def(Counter, "nettop_bpf_map_full_lost_seconds", S, "Interrupt time lost because the task map was full", |s, o| health(s, o, |h| secs(h.map_full_ns))),

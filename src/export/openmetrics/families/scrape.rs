@@ -53,6 +53,8 @@ pub(super) struct TaskAgg {
     pub(super) stime: u64,
     pub(super) on_cpu_ns: u64,
     pub(super) irq: Option<IrqAcct>,
+    /// Resident bytes (RES), when the task has an address space.
+    pub(super) res: Option<u64>,
 }
 
 impl<'a> Scrape<'a> {
@@ -147,6 +149,7 @@ fn rows(s: &RawSample, threads: bool) -> BTreeMap<(u32, u32), TaskAgg> {
                 stime: t.stime_ticks,
                 on_cpu_ns: t.on_cpu_ns,
                 irq: t.irq.as_deref().cloned(),
+                res: t.mem.map(|m| m.res),
             };
             ((t.tgid, t.tid), agg)
         })

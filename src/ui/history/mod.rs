@@ -14,6 +14,11 @@
 //! A task has no NET_RX rate of its own (actions run on a CPU, not for a
 //! task), so its third series is the NET_RX share of its STOLEN%.
 //!
+//! Process rows also keep RES (bytes) in rings of their own, for the
+//! detail pane: a process's resident memory is never zero, so in the
+//! three-series rings it would allocate every idle process's ring, and
+//! thread rows share their process's, so they keep none.
+//!
 //! Memory is the point of the layout. A thread list can hold 30,000 tasks,
 //! and 30,000 × 300 frames × 3 series as `f64` in `VecDeque`s would be
 //! 216 MB. So:
@@ -37,9 +42,13 @@
 //! and is back is a reused one. Thread rings pad with "no sample" across
 //! frames that carried no thread rows at all (thread rows off).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::frame::{Frame, TaskView};
+
+mod ring;
+
+use ring::{Ring, Slab, tag_of, update};
 
 /// Frames of history kept per ring (5 minutes at the default 1 s delay).
 pub const HISTORY_LEN: usize = 300;
@@ -73,151 +82,6 @@ impl Key {
     }
 }
 
-/// A missing sample. Its sign bit is set, which [`enc`] never produces.
-const NONE: u16 = 0xFFFF;
-
-/// bfloat16 of `v`, rounded to nearest; negatives are 0 (no series here
-/// is signed), non-finite values are "no sample".
-fn enc(v: f64) -> u16 {
-    let x = v as f32;
-    if !x.is_finite() {
-        return NONE;
-    }
-    let b = x.max(0.0).to_bits();
-    // Round to nearest, ties to even, on the 16 bits dropped. A finite
-    // non-negative f32 is below 0x7F80_0000, so this cannot overflow.
-    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
-}
-
-fn dec(b: u16) -> Option<f32> {
-    (b != NONE).then(|| f32::from_bits(u32::from(b) << 16))
-}
-
-/// FNV-1a of a command name: all a ring keeps of its task's identity.
-fn tag_of(comm: &str) -> u32 {
-    comm.bytes().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    })
-}
-
-/// One entity's last `cap` samples of every series.
-#[derive(Clone, Debug, Default)]
-struct Ring {
-    tag: u32,
-    /// [`History::now`] when its newest sample was pushed.
-    last: u32,
-    len: u16,
-    /// Slot of the newest sample.
-    head: u16,
-    /// Missing from a frame that carried its kind of row: whoever has the
-    /// key next is someone else.
-    gone: bool,
-    /// Pushes since the last sample that was not zero: at `cap`, every
-    /// sample held is zero and `data` can go.
-    quiet: u16,
-    /// `cap × SERIES` samples, frame-major; `None` while every sample
-    /// held is zero.
-    data: Option<Box<[u16]>>,
-}
-
-impl Ring {
-    fn put(&mut self, cap: usize, v: [u16; SERIES]) {
-        let head = if self.len == 0 {
-            0
-        } else {
-            (usize::from(self.head) + 1) % cap
-        };
-        if v == [0; SERIES] {
-            self.quiet = self.quiet.saturating_add(1);
-            if usize::from(self.quiet) >= cap {
-                self.data = None;
-            }
-        } else {
-            self.quiet = 0;
-            if self.data.is_none() {
-                // The zeros held so far are the allocation's own zeros.
-                self.data = Some(vec![0u16; SERIES * cap].into_boxed_slice());
-            }
-        }
-        if let Some(d) = self.data.as_mut() {
-            d[head * SERIES..(head + 1) * SERIES].copy_from_slice(&v);
-        }
-        self.head = head as u16;
-        self.len = (usize::from(self.len) + 1).min(cap) as u16;
-    }
-
-    /// The sample `k` pushes back from the newest.
-    fn get(&self, cap: usize, s: Series, k: usize) -> Option<f32> {
-        if k >= usize::from(self.len) {
-            return None;
-        }
-        let slot = (usize::from(self.head) + cap - k) % cap;
-        match &self.data {
-            Some(d) => dec(d[slot * SERIES + s as usize]),
-            None => Some(0.0),
-        }
-    }
-}
-
-/// The rings of one kind of task row. A frame lists its tasks in the
-/// same order frame after frame (the collector's), so the ring of row `i`
-/// is looked for first where row `i`'s was last time: pushing 30,000
-/// threads then walks the rings in order instead of hashing into them
-/// (a third of the push's cost in the bench). The map finds the rest.
-#[derive(Clone, Debug, Default)]
-struct Slab {
-    rings: Vec<(u32, Ring)>,
-    /// Key → place in `rings`.
-    index: HashMap<u32, usize>,
-    /// Row `i` of the last frame → place in `rings`; a stale hint is
-    /// caught by its key.
-    order: Vec<usize>,
-}
-
-impl Slab {
-    fn get(&self, key: u32) -> Option<&Ring> {
-        self.index.get(&key).map(|&i| &self.rings[i].1)
-    }
-
-    /// The ring of row `row` with `key`, made when new.
-    fn at_row(&mut self, row: usize, key: u32) -> &mut Ring {
-        let hint = self.order.get(row).copied();
-        let i = match hint {
-            Some(i) if self.rings.get(i).is_some_and(|r| r.0 == key) => i,
-            _ => {
-                let rings = &mut self.rings;
-                let i = *self.index.entry(key).or_insert_with(|| {
-                    rings.push((key, Ring::default()));
-                    rings.len() - 1
-                });
-                match self.order.get_mut(row) {
-                    Some(o) => *o = i,
-                    None => self.order.push(i),
-                }
-                i
-            }
-        };
-        &mut self.rings[i].1
-    }
-
-    /// Keeps the rings `keep` says to; the ones moved into a freed place
-    /// are re-indexed (their rows' hints go stale and are caught).
-    fn retain(&mut self, mut keep: impl FnMut(&mut Ring) -> bool) {
-        let mut i = 0;
-        while i < self.rings.len() {
-            if keep(&mut self.rings[i].1) {
-                i += 1;
-                continue;
-            }
-            let (gone, _) = self.rings.swap_remove(i);
-            self.index.remove(&gone);
-            if let Some((moved, _)) = self.rings.get(i) {
-                self.index.insert(*moved, i);
-            }
-        }
-    }
-}
-
 /// Every ring, and when each frame held ended.
 #[derive(Clone, Debug)]
 pub struct History {
@@ -226,9 +90,11 @@ pub struct History {
     now: u32,
     /// (end unix ms, interval ms) of the frames held, oldest first.
     stamps: VecDeque<(u64, u32)>,
-    cpus: BTreeMap<u32, Ring>,
-    procs: Slab,
-    threads: Slab,
+    cpus: BTreeMap<u32, Ring<SERIES>>,
+    procs: Slab<SERIES>,
+    threads: Slab<SERIES>,
+    /// RES of process rows, by PID (the module doc says why apart).
+    res: Slab<1>,
     /// Highest NET_RX/s of any CPU over the history: the CPUs' NET_RX
     /// sparklines share it, so a quiet CPU does not look busy.
     net_rx_peak: f64,
@@ -250,6 +116,7 @@ impl History {
             cpus: BTreeMap::new(),
             procs: Slab::default(),
             threads: Slab::default(),
+            res: Slab::default(),
             net_rx_peak: 0.0,
         }
     }
@@ -290,33 +157,46 @@ impl History {
             update(self.cpus.entry(c.cpu).or_default(), cap, now, 0, v);
         }
         let task = |t: &TaskView| Some([t.stolen_pct, t.true_pct, t.net_rx_pct()]);
+        // Rows with memory, counted apart: the RES rings' row hints.
+        let mut j = 0;
         for (i, t) in f.processes.iter().enumerate() {
+            let tag = tag_of(&t.comm);
             let r = self.procs.at_row(i, t.pid);
-            update(r, cap, now, tag_of(&t.comm), task(t));
+            update(r, cap, now, tag, task(t));
+            // Kernel threads have no memory: no ring.
+            if t.res_bytes.is_some() || self.res.get(t.pid).is_some() {
+                let r = self.res.at_row(j, t.pid);
+                j += 1;
+                let res = t.res_bytes.map_or(f64::NAN, |b| b as f64);
+                update(r, cap, now, tag, Some([res]));
+            }
         }
         for (i, t) in f.threads.iter().enumerate() {
             let r = self.threads.at_row(i, t.tid);
             update(r, cap, now, tag_of(&t.comm), task(t));
         }
-        let keep = |r: &mut Ring, kind_present: bool| {
+        fn keep<const N: usize>(r: &mut Ring<N>, now: u32, cap: usize, kind_present: bool) -> bool {
             if r.last == now {
                 return true;
             }
             r.gone |= kind_present;
             (now.wrapping_sub(r.last) as usize) < cap
-        };
+        }
         let (procs, threads) = (!f.processes.is_empty(), !f.threads.is_empty());
-        self.procs.retain(|r| keep(r, procs));
-        self.threads.retain(|r| keep(r, threads));
-        self.cpus.retain(|_, r| keep(r, false));
+        self.procs.retain(|r| keep(r, now, cap, procs));
+        self.res.retain(|r| keep(r, now, cap, procs));
+        self.threads.retain(|r| keep(r, now, cap, threads));
+        self.cpus.retain(|_, r| keep(r, now, cap, false));
         self.net_rx_peak = self
             .cpus
             .values()
-            .flat_map(|r| (0..usize::from(r.len)).filter_map(|k| r.get(cap, Series::NetRx, k)))
+            .flat_map(|r| {
+                (0..usize::from(r.len)).filter_map(|k| r.get(cap, Series::NetRx as usize, k))
+            })
             .fold(0.0, |m, v| m.max(f64::from(v)));
     }
 
-    fn ring(&self, key: Key) -> Option<&Ring> {
+    fn ring(&self, key: Key) -> Option<&Ring<SERIES>> {
         match key {
             Key::Cpu(c) => self.cpus.get(&c),
             Key::Proc(p) => self.procs.get(p),
@@ -334,7 +214,26 @@ impl History {
     pub fn at(&self, key: Key, s: Series, age: usize) -> Option<f32> {
         let r = self.ring(key)?;
         let missed = self.now.wrapping_sub(r.last) as usize;
-        r.get(self.cap, s, age.checked_sub(missed)?)
+        r.get(self.cap, s as usize, age.checked_sub(missed)?)
+    }
+
+    /// Whether process `pid` has a RES ring (it had memory in the last
+    /// [`History::capacity`] frames).
+    pub fn has_res(&self, pid: u32) -> bool {
+        self.res.get(pid).is_some()
+    }
+
+    /// The newest `n` frames of process `pid`'s RES, bytes, oldest first
+    /// (3 significant digits), `None` where it has no sample.
+    pub fn res_last_n(&self, pid: u32, n: usize) -> Vec<Option<f32>> {
+        let Some(r) = self.res.get(pid) else {
+            return vec![None; n];
+        };
+        let missed = self.now.wrapping_sub(r.last) as usize;
+        (0..n)
+            .rev()
+            .map(|age| r.get(self.cap, 0, age.checked_sub(missed)?))
+            .collect()
     }
 
     /// The newest `n` frames of `key`'s series `s`, oldest first, `None`
@@ -369,45 +268,26 @@ impl History {
     /// Heap bytes held (ring buffers, map slots, stamps): what the bench
     /// and BENCHMARKS.md report.
     pub fn heap_bytes(&self) -> usize {
-        let buf = |r: &Ring| r.data.as_ref().map_or(0, |d| d.len() * 2);
-        let slab = |s: &Slab| {
+        fn slab<const N: usize>(s: &Slab<N>) -> usize {
             s.rings.iter().map(|(_, r)| buf(r)).sum::<usize>()
-                + s.rings.capacity() * std::mem::size_of::<(u32, Ring)>()
+                + s.rings.capacity() * std::mem::size_of::<(u32, Ring<N>)>()
                 // A hashbrown slot: key, place and one control byte.
                 + s.index.capacity() * (4 + std::mem::size_of::<usize>() + 1)
                 + s.order.capacity() * std::mem::size_of::<usize>()
-        };
+        }
+        fn buf<const N: usize>(r: &Ring<N>) -> usize {
+            r.data.as_ref().map_or(0, |d| d.len() * 2)
+        }
         slab(&self.procs)
             + slab(&self.threads)
+            + slab(&self.res)
             + self
                 .cpus
                 .values()
-                .map(|r| buf(r) + std::mem::size_of::<Ring>() + 4)
+                .map(|r| buf(r) + std::mem::size_of::<Ring<SERIES>>() + 4)
                 .sum::<usize>()
             + self.stamps.capacity() * std::mem::size_of::<(u64, u32)>()
     }
-}
-
-/// Pushes one frame's sample `v` (`None`: no sample) onto `r`, restarting
-/// it when the key changed hands.
-fn update(r: &mut Ring, cap: usize, now: u32, tag: u32, v: Option<[f64; SERIES]>) {
-    if r.len > 0 && r.last == now {
-        return; // the key twice in one frame: the first row counts
-    }
-    if r.len > 0 && (r.tag != tag || r.gone) {
-        r.len = 0;
-        r.head = 0;
-        r.gone = false;
-    }
-    r.tag = tag;
-    if r.len > 0 {
-        let missed = (now.wrapping_sub(r.last) as usize).saturating_sub(1);
-        for _ in 0..missed.min(cap) {
-            r.put(cap, [NONE; SERIES]);
-        }
-    }
-    r.put(cap, v.map_or([NONE; SERIES], |v| v.map(enc)));
-    r.last = now;
 }
 
 #[cfg(test)]
@@ -441,21 +321,6 @@ mod tests {
             processes: procs,
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn bfloat16_keeps_three_digits_and_marks_missing() {
-        for v in [0.0, 0.05, 1.0, 12.3, 45.25, 99.9, 100.0, 3200.0, 1.5e6] {
-            let back = f64::from(dec(enc(v)).unwrap());
-            assert!((back - v).abs() <= v * 0.004, "{v} → {back}");
-        }
-        assert_eq!(dec(enc(-3.0)), Some(0.0));
-        assert_eq!(dec(enc(f64::NAN)), None);
-        assert_eq!(
-            enc(0.0),
-            0,
-            "zero is all bits clear: unallocated rings read as zero"
-        );
     }
 
     #[test]
@@ -574,6 +439,35 @@ mod tests {
             vec![None, Some(4.0)]
         );
         assert_eq!(h.procs.rings.len(), h.procs.index.len());
+    }
+
+    /// RES rings: process rows with memory only, bytes to three
+    /// significant digits, "no sample" where the memory is unknown.
+    #[test]
+    fn res_rings_for_processes_with_memory() {
+        let mut h = History::new(4);
+        let with = |pid, res: Option<u64>| TaskView {
+            res_bytes: res,
+            true_pct: 0.0,
+            ..task(pid, "m", 0.0)
+        };
+        for (i, res) in [Some(64 << 20), Some(65 << 20), None, Some(66 << 20)]
+            .into_iter()
+            .enumerate()
+        {
+            h.push(&frame(i as u64, vec![with(1, None), with(7, res)]));
+        }
+        assert!(!h.has_res(1), "a kernel thread keeps no RES ring");
+        let got = h.res_last_n(7, 5);
+        assert_eq!(got[0], None, "older than the ring");
+        assert_eq!(got[3], None, "unknown in that frame");
+        for (g, mib) in [(got[1], 64.0), (got[2], 65.0), (got[4], 66.0)] {
+            let g = f64::from(g.unwrap()) / f64::from(1u32 << 20);
+            assert!((g - mib).abs() / mib < 0.004, "{g} MiB vs {mib}");
+        }
+        assert_eq!(h.res_last_n(99, 2), vec![None, None]);
+        // Memory costs its own ring only: an idle process's stays empty.
+        assert!(h.procs.get(7).unwrap().data.is_none());
     }
 
     #[test]
