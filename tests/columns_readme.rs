@@ -6,8 +6,10 @@
 
 mod common;
 
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use nettop::model::devconf::DeviceConfigs;
 use nettop::model::frame::Frame;
+use nettop::output::cgroups::CgField;
 use nettop::output::cpus::CpuField;
 use nettop::output::devices::DevField;
 use nettop::output::fields::Field;
@@ -212,6 +214,14 @@ fn tui_screen(frame: Frame, view: View, topo: Option<&HostTopology>, w: u16) -> 
     }
     app.push_frame(frame);
     app.view = view;
+    if view == View::Processes {
+        // The grouped view: the only table of the Processes tab that is
+        // not the task table, whose test is above.
+        app.handle_event(&Event::Key(KeyEvent::new(
+            KeyCode::Char('C'),
+            KeyModifiers::NONE,
+        )));
+    }
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| render::draw(f, &app)).unwrap();
     (0..h)
@@ -292,9 +302,18 @@ fn one_table<F: Field + std::fmt::Debug>(tui: &[String], batch: &[String], skip:
     assert!(!batch_rows.is_empty(), "{}", batch.join("\n"));
     for line in &batch_rows {
         let bc = cells(line, &printed);
+        // Whether a group is open (its mark) is the TUI's.
+        let unmark = |mut tc: Vec<String>| {
+            for m in ["▸ ", "▾ "] {
+                if let Some(rest) = tc[0].strip_prefix(m) {
+                    tc[0] = rest.to_string();
+                }
+            }
+            tc
+        };
         let row = tui_rows
             .iter()
-            .map(|l| cells(l, &all))
+            .map(|l| unmark(cells(l, &all)))
             .find(|tc| tc[0] == bc[0])
             .unwrap_or_else(|| panic!("no row {:?} on screen:\n{}", bc[0], tui.join("\n")));
         for (c, text) in printed.iter().zip(&bc) {
@@ -347,6 +366,32 @@ fn tui_and_batch_cpu_tables_are_one_table() {
     let text = render_frame(&frame, &TextOptions::default());
     let batch: Vec<String> = text.lines().map(String::from).collect();
     one_table::<CpuField>(&screen, &batch, &[]);
+}
+
+#[test]
+fn readme_lists_the_cgroup_columns() {
+    readme_matches::<CgField>(
+        "### Which container is being robbed: per-cgroup roll-up",
+        "| cgroup column | meaning |",
+    );
+}
+
+/// The TUI's grouped view (`C`) and batch text's `--group cgroup` table
+/// are one table, as the device tables are: columns from `CgField::ALL`,
+/// headers from `CgField::header`, cells from `CgField::cell`.
+#[test]
+fn tui_and_batch_cgroup_tables_are_one_table() {
+    let frame = fixtures::busy_host_in_cgroups();
+    let screen = tui_screen(frame.clone(), View::Processes, None, 400);
+    let opts = TextOptions {
+        group_cgroup: true,
+        ..Default::default()
+    };
+    let batch: Vec<String> = render_frame(&frame, &opts)
+        .lines()
+        .map(String::from)
+        .collect();
+    one_table::<CgField>(&screen, &batch, &[]);
 }
 
 #[test]

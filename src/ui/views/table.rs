@@ -30,35 +30,6 @@ pub(crate) fn on_screen<T>(
         .map(move |(i, t)| (t, i == pos.selected))
 }
 
-/// A column of a fixed table: title, width, right-aligned (numbers).
-pub(crate) type Col = (&'static str, u16, bool);
-
-/// The header row and widths of a fixed table's columns that `keep`
-/// admits (by index); the last column stretches over what is left.
-pub(crate) fn table_head<'a>(
-    cols: &[Col],
-    keep: impl Fn(usize) -> bool,
-    s: &Sty,
-) -> (Row<'a>, Vec<Constraint>) {
-    let kept = || cols.iter().enumerate().filter(|(i, _)| keep(*i));
-    let header = Row::new(
-        kept()
-            .map(|(_, (t, w, r))| Cell::from(fit(t, *w as usize, *r)))
-            .collect::<Vec<_>>(),
-    )
-    .style(s.header());
-    let widths = kept()
-        .map(|(i, c)| {
-            if i == cols.len() - 1 {
-                Constraint::Min(c.1)
-            } else {
-                Constraint::Length(c.1)
-            }
-        })
-        .collect();
-    (header, widths)
-}
-
 /// A table row, reversed when selected.
 pub(crate) fn mark_selected<'a>(row: Row<'a>, selected: bool, s: &Sty) -> Row<'a> {
     if selected {
