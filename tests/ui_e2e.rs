@@ -44,7 +44,7 @@ fn live_tui_keys_resize_and_quit_restore_the_terminal() {
     t.keys(&["2"]);
     t.wait_text("NETRX/s");
     t.keys(&["Tab"]);
-    t.wait_text("DEVICE / NAPI");
+    t.wait_text("DEVICE/NAPI");
     t.keys(&["4"]);
     t.wait_for("the topology view", |s| {
         s.contains("Topology:") && s.contains("CPU")

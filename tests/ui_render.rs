@@ -5,6 +5,7 @@ mod common;
 
 use common::screen::{app, busy, draw, press, screen, snap};
 use crossterm::event::KeyCode;
+use nettop::model::devconf::DeviceConfigs;
 use nettop::sys::cpuset::CpuSet;
 use nettop::topology::{
     Cache, FlowRule, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, Steering,
@@ -12,7 +13,7 @@ use nettop::topology::{
 };
 use nettop::ui::app::{Extras, Theme};
 use nettop::ui::fixtures;
-use nettop::ui::rows::{View, devices, pinning, topology};
+use nettop::ui::rows::{View, pinning, topology};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -134,9 +135,9 @@ fn devices_busy_host() {
 /// know show "-", and before it loads "…".
 #[test]
 fn devices_with_topology() {
-    let mut a = busy(170, 24);
+    let mut a = busy(180, 24);
     press(&mut a, KeyCode::Char('3'));
-    let before = screen(&a, 170, 24);
+    let before = screen(&a, 180, 24);
     assert!(before.contains("…"), "{before}");
     let mut t = topo_2s();
     t.nics.push(Nic {
@@ -161,10 +162,10 @@ fn devices_with_topology() {
     a.set_extras(Extras {
         topology: None,
         pinning: None,
-        devices: Some(devices::device_info(&t)),
+        devices: Some(DeviceConfigs::of(&t)),
         ..Default::default()
     });
-    let s = screen(&a, 170, 24);
+    let s = screen(&a, 180, 24);
     assert!(s.contains("q0:120→3 w1 q1:121→9 w3 r1"), "{s}");
     assert!(s.contains("eth0 (netns pod-web)"), "{s}");
     assert!(s.contains("generic"), "{s}");
@@ -243,10 +244,12 @@ fn topo_2s() -> HostTopology {
             numa_node: Some(1),
             local_cpus: Some(set("8-15")),
             locality_source: "sysfs".into(),
-            rx_queues: vec![RxQueue {
-                queue: 0,
-                rps_cpus: CpuSet::new(),
-            }],
+            rx_queues: (0..2)
+                .map(|queue| RxQueue {
+                    queue,
+                    rps_cpus: CpuSet::new(),
+                })
+                .collect(),
             irqs: vec![120, 121],
             xdp: XdpMode::Native,
             // One bucket in four to queue 0, DNS steered to queue 1.

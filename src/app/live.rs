@@ -72,8 +72,8 @@ pub struct LiveFrames {
 impl LiveFrames {
     /// Opens the collector and takes the baseline sample. `with_config`:
     /// frames carry each device's configuration (batch text and JSON show
-    /// it; the TUI's Devices view takes it from its topology thread, so it
-    /// would be read every 15 s for nothing).
+    /// it; the TUI joins the configuration its topology thread reads to
+    /// each frame, so it would be read twice every 15 s).
     pub fn open(cli: &Cli, with_config: bool) -> anyhow::Result<Self> {
         let mut col = open_collector(cli)?;
         let prev = col

@@ -6,6 +6,8 @@
 //! a topology joins the two with `attach`: batch text and JSON, metrics,
 //! the TUI. Pure: no I/O here.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::sys::cpuset::CpuSet;
@@ -106,5 +108,28 @@ impl DeviceConfig {
                 .map(|s| s.rules.clone())
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// Every device's configuration from one topology, keyed as frames name
+/// devices (name, namespace name): what a front end that reads the
+/// topology less often than it gets frames keeps, to join to each new
+/// frame ([`Frame::attach_config`](super::frame::Frame::attach_config)).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceConfigs(BTreeMap<(String, String), DeviceConfig>);
+
+impl DeviceConfigs {
+    pub fn of(topo: &HostTopology) -> Self {
+        let mut map = BTreeMap::new();
+        for nic in &topo.nics {
+            // The first of two same-named NICs, as a lookup by name finds.
+            map.entry((nic.name.clone(), nic.netns.clone()))
+                .or_insert_with(|| DeviceConfig::from_nic(nic, topo));
+        }
+        DeviceConfigs(map)
+    }
+
+    pub fn get(&self, name: &str, netns: &str) -> Option<&DeviceConfig> {
+        self.0.get(&(name.to_string(), netns.to_string()))
     }
 }

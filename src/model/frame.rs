@@ -498,14 +498,16 @@ fn is_one(n: &u32) -> bool {
 
 impl Frame {
     /// Sets `config` of every device the topology knows (same namespace,
-    /// same name); others keep `None`.
+    /// same name); others get `None`.
     pub fn attach_config(&mut self, topo: &crate::topology::HostTopology) {
+        self.attach_configs(&super::devconf::DeviceConfigs::of(topo));
+    }
+
+    /// [`Frame::attach_config`] from configurations read once for many
+    /// frames.
+    pub fn attach_configs(&mut self, configs: &super::devconf::DeviceConfigs) {
         for d in &mut self.devices {
-            d.config = topo
-                .nics
-                .iter()
-                .find(|n| n.name == d.name && n.netns == d.netns)
-                .map(|n| super::devconf::DeviceConfig::from_nic(n, topo));
+            d.config = configs.get(&d.name, &d.netns).cloned();
         }
     }
 }

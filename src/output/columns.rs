@@ -1,6 +1,7 @@
 //! The task columns, shared by batch text and the TUI (bottom's
 //! `ProcColumn`): header, meaning, width, alignment, how a value prints and
-//! how it sorts, each said once here. README's column table lists the same
+//! how it sorts, each said once here, in the shape of every entity's table
+//! ([`super::fields::Field`]). README's column table lists the same
 //! columns in the same order (tests/columns_readme.rs compares all three).
 //!
 //! Both front ends print the same text for a cell; they differ only in
@@ -27,6 +28,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::fields::{Align, Cell, Field, STOLEN_MARK_PCT, Tone};
 use super::format::{fmt_cpu_time, fmt_mem, fmt_pct, fmt_pct_or_dash, fmt_priority, fmt_rate};
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
@@ -390,6 +392,20 @@ impl ProcColumn {
         }
     }
 
+    /// The cell: [`ProcColumn::text`] with what it says beyond its text
+    /// (STOLEN% at the mark, TOP% over-stating the task, NET_RX work).
+    pub fn cell(self, t: &TaskView, cx: &RowCtx) -> Cell {
+        let gap = t.gap_pct() >= STOLEN_MARK_PCT;
+        let tone = match self {
+            P::True if gap => Tone::Strong,
+            P::Gap if gap => Tone::Gap,
+            P::Stolen if t.stolen_pct >= STOLEN_MARK_PCT => Tone::Stolen,
+            P::NetRx if cx.traced && t.net_rx_pct() >= 0.05 => Tone::NetRx,
+            _ => Tone::Plain,
+        };
+        Cell::new(self.text(t, cx), tone)
+    }
+
     /// Orders two rows by this column, ascending.
     pub fn compare(self, a: &TaskView, b: &TaskView, cx: &RowCtx) -> Ordering {
         self.sort_value(a, cx).cmp(&self.sort_value(b, cx))
@@ -494,6 +510,37 @@ impl ProcColumn {
     }
 }
 
+/// The task table in the shape every entity's table has. The inherent
+/// methods stay (callers need no trait in scope); these delegate to them.
+impl Field for ProcColumn {
+    const ALL: &'static [Self] = &ProcColumn::ALL;
+    /// COMMAND is not listed: the TUI always shows it, last.
+    const PRIORITY: &'static [Self] = &PRIORITY;
+
+    fn key(self) -> &'static str {
+        ProcColumn::key(self)
+    }
+    fn title(self) -> &'static str {
+        ProcColumn::title(self)
+    }
+    fn describe(self) -> &'static str {
+        ProcColumn::describe(self)
+    }
+    fn width(self) -> u16 {
+        ProcColumn::width(self)
+    }
+    fn align(self) -> Align {
+        if self.numeric() {
+            Align::Right
+        } else {
+            Align::Left
+        }
+    }
+    fn tui_only(self) -> bool {
+        ProcColumn::tui_only(self)
+    }
+}
+
 impl From<ProcColumn> for String {
     fn from(c: ProcColumn) -> String {
         c.key().to_string()
@@ -513,6 +560,11 @@ impl TryFrom<String> for ProcColumn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_is_consistent() {
+        super::super::fields::check_table::<ProcColumn>();
+    }
 
     #[test]
     fn sort_keys_keep_total_cmp_order() {

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::columns::{self, ProcColumn, RowCtx};
-use super::format::{fmt_fine_pct, fmt_rate};
+use super::fields::{batch_columns, text_line};
+use super::format::fmt_rate;
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
 
@@ -116,7 +117,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
             let _ = writeln!(
                 out,
                 "Source: /proc only -- ESTIMATES (no BPF): columns marked ~ apportion each CPU's /proc/stat \
-                 hi+si time by on-CPU share; traced columns show '-'  vanished-tasks {}",
+                 hi+si time by on-CPU share; traced columns show 'n/a'  vanished-tasks {}",
                 h.vanished_tasks
             );
         }
@@ -151,108 +152,6 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         s.cpus_online
     );
     super::devices::cost_line(out, f);
-}
-
-fn cpu_table(out: &mut String, f: &Frame) {
-    let _ = writeln!(
-        out,
-        "\n CPU NODE    us    sy    ni    id    wa    hi    si    st | T:hi  sysv  si:stl   inl   ksd | \
-         NETRX/s  avgus  rst/s polls/s  pkts/s bexh/s sqz/s  ksd%   hid~% ns/pkt  bpf%"
-    );
-    let bpf = f.source == Source::Bpf;
-    for c in &f.cpus {
-        let node = c.node.map_or("-".to_string(), |n| n.to_string());
-        if !c.online {
-            let _ = writeln!(out, "{:>4} {node:>4}  offline", c.cpu);
-            continue;
-        }
-        let _ = write!(
-            out,
-            "{:>4} {node:>4} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} {:5.1} | ",
-            c.cpu,
-            c.usr_pct,
-            c.sys_pct,
-            c.nice_pct,
-            c.idle_pct,
-            c.iowait_pct,
-            c.irq_pct,
-            c.soft_pct,
-            c.steal_pct
-        );
-        if bpf {
-            let _ = write!(
-                out,
-                "{:5.1} {:5.1} {:7.1} {:5.1} {:5.1} | {:>7} {:6.1} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:7.1} {:>6} {:>5}",
-                c.traced_hardirq_pct,
-                c.traced_sysvec_pct,
-                c.softirq_stolen_pct,
-                c.softirq_inline_pct,
-                c.softirq_ksoftirqd_pct,
-                fmt_rate(c.net_rx_per_s),
-                c.net_rx_avg_us,
-                fmt_rate(c.net_rx_restarts_per_s),
-                fmt_rate(c.napi_polls_per_s),
-                fmt_rate(c.packets_per_s),
-                fmt_rate(c.budget_exhausted_per_s),
-                fmt_rate(c.time_squeeze_per_s),
-                c.ksoftirqd_pct,
-                c.hidden_pct,
-                c.net_rx_ns_per_packet
-                    .map_or("-".to_string(), |x| format!("{x:.0}")),
-                fmt_fine_pct(c.own_bpf_pct)
-            );
-        } else {
-            let _ = write!(
-                out,
-                "{:>5} {:>5} {:>7} {:>5} {:>5} | {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>5} {:5.1} {:>7} {:>6} {:>5}",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                fmt_rate(c.packets_per_s),
-                "-",
-                fmt_rate(c.time_squeeze_per_s),
-                c.ksoftirqd_pct,
-                "-",
-                "-",
-                "-"
-            );
-        }
-        out.push('\n');
-    }
-}
-
-fn napi_table(out: &mut String, f: &Frame) {
-    let active: Vec<_> = f.napi.iter().filter(|n| n.polls_per_s > 0.0).collect();
-    if active.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "\nNAPI DEV              ID  polls/s   pkts/s pkts/poll budget bexh/s ns/pkt CPUS"
-    );
-    for n in active {
-        let cpus: Vec<String> = n.cpus.iter().map(u32::to_string).collect();
-        let _ = writeln!(
-            out,
-            "     {:<12} {:>6} {:>8} {:>8} {:9.1} {:>6} {:>6} {:>6} {}",
-            n.dev,
-            n.napi_id,
-            fmt_rate(n.polls_per_s),
-            fmt_rate(n.packets_per_s),
-            n.work_per_poll,
-            n.budget,
-            fmt_rate(n.budget_exhausted_per_s),
-            n.net_rx_ns_per_packet
-                .map_or("-".to_string(), |x| format!("{x:.0}")),
-            cpus.join(",")
-        );
-    }
 }
 
 /// Rows in display order: most stolen first, then most CPU by top's
@@ -293,25 +192,11 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
         traced: columns::traced(f),
         cmdline: o.cmdline,
     };
-    let cells = |out: &mut String, text: &dyn Fn(ProcColumn) -> String| {
-        let mut line = String::new();
-        for c in ProcColumn::ALL.into_iter().filter(|c| !c.tui_only()) {
-            let t = text(c);
-            let w = c.width() as usize;
-            if c == ProcColumn::Command {
-                line.push_str(&t);
-            } else if c.numeric() {
-                let _ = write!(line, "{t:>w$} ");
-            } else {
-                let _ = write!(line, "{t:<w$} ");
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-    };
+    let cols: Vec<ProcColumn> = batch_columns();
     out.push('\n');
-    cells(out, &|c| c.header(cx.traced, o.threads));
+    text_line(out, &cols, |c| c.header(cx.traced, o.threads));
     for t in sorted_rows(f, o) {
-        cells(out, &|c| c.text(t, &cx));
+        text_line(out, &cols, |c| c.text(t, &cx));
     }
 }
 
@@ -319,8 +204,7 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
 pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
     let mut out = String::with_capacity(8192);
     header(&mut out, frame, opts);
-    cpu_table(&mut out, frame);
-    napi_table(&mut out, frame);
+    super::cpus::cpu_table(&mut out, frame);
     super::devices::device_table(&mut out, frame);
     if opts.group_cgroup {
         super::cgroups::table(&mut out, frame, opts.max_rows);

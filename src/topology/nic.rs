@@ -23,6 +23,21 @@ pub enum XdpMode {
     Offload,
 }
 
+impl XdpMode {
+    /// Its one spelling in every output: the TUI's and batch text's XDP
+    /// column, the Topology view, JSON (serde) and the `mode` label of
+    /// `nettop_device_xdp_info`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpMode::Unknown => "unknown",
+            XdpMode::None => "none",
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+            XdpMode::Offload => "offload",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct RxQueue {
     pub queue: u32,

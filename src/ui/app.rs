@@ -15,10 +15,11 @@ use super::meters::{self, MeterConfig};
 use super::rows::cgroups::{self, CgRow};
 use super::rows::cpus::CpuRows;
 use super::rows::detail::{self, Facts, Pane};
-use super::rows::devices::{self, DevRow, DevTopo};
+use super::rows::devices;
 use super::rows::pinning::{self, PlanRun};
 use super::rows::processes::{self, SortKey, Src, TaskRow};
 use super::rows::{LineKind, View, topology};
+use crate::model::devconf::DeviceConfigs;
 use crate::model::frame::{Frame, TaskView};
 use crate::output::columns::{self, ProcColumn, RowCtx};
 
@@ -122,9 +123,10 @@ pub use super::settings::Options;
 pub struct Extras {
     pub topology: Option<Vec<(LineKind, String)>>,
     pub pinning: Option<Vec<(LineKind, String)>>,
-    /// Per interface name: what the topology knows that counters do not
-    /// (XDP attachment, RPS steering, queue IRQs and where they land).
-    pub devices: Option<BTreeMap<String, DevTopo>>,
+    /// Each device's configuration from the topology (XDP attachment,
+    /// RPS steering, queue IRQs and where they land), which the App joins
+    /// to every frame as batch does ([`Frame::attach_configs`]).
+    pub devices: Option<DeviceConfigs>,
     /// The plan shown under the findings, which `P` applies.
     pub plan: Option<Box<crate::plan::Plan>>,
     /// Per CPU, the queue IRQs and RPS steering that land there
@@ -184,7 +186,7 @@ pub struct App {
     pub pane: Option<Pane>,
     // Derived from the frame and settings by `rebuild`.
     pub rows: Vec<TaskRow>,
-    pub dev_rows: Vec<DevRow>,
+    pub dev_rows: Vec<crate::output::devices::DevLine>,
     /// NUMA node and victims by CPU number.
     pub cpu_rows: CpuRows,
     pub topo_lines: Vec<(LineKind, String)>,
@@ -263,6 +265,11 @@ impl App {
 
     pub fn set_extras(&mut self, extras: Extras) {
         self.extras = extras;
+        if let Some(c) = &self.extras.devices {
+            for f in [&mut self.frame, &mut self.pending].into_iter().flatten() {
+                f.attach_configs(c);
+            }
+        }
         self.rebuild();
     }
 
@@ -276,7 +283,10 @@ impl App {
     }
 
     /// Shows `frame` now (replay seeks bypass pause) and extends history.
-    pub fn show_frame(&mut self, frame: Frame) {
+    pub fn show_frame(&mut self, mut frame: Frame) {
+        if let Some(c) = &self.extras.devices {
+            frame.attach_configs(c);
+        }
         self.history.push(&frame);
         self.frame = Some(frame);
         self.track_affinity();

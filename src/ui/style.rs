@@ -5,8 +5,7 @@ use ratatui::style::{Color, Modifier, Style};
 
 use serde::{Deserialize, Serialize};
 
-/// Stolen time (percent of one CPU) at which a row or figure gets marked.
-pub const STOLEN_MARK_PCT: f64 = 10.0;
+pub use crate::output::fields::STOLEN_MARK_PCT;
 
 /// A colour scheme (top's `Z`): the same marks in colours that read on a
 /// dark or a light background, or none. Only the 16 basic colours are

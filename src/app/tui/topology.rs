@@ -126,7 +126,7 @@ pub(super) fn topology_extras(
         }
     };
     let extras = Extras {
-        devices: Some(devices::device_info(t)),
+        devices: Some(crate::model::devconf::DeviceConfigs::of(t)),
         topology: Some(topology::lines(t)),
         pinning: Some(pin),
         plan,

@@ -7,14 +7,9 @@ use std::collections::HashSet;
 
 use crate::model::frame::Frame;
 
-/// One line of the grouped view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CgRow {
-    /// Index into `Frame::cgroups`.
-    Group(usize),
-    /// Index into `Frame::processes` (under an expanded group).
-    Task(usize),
-}
+/// One line of the grouped view: a line of the cgroup table batch text
+/// prints, or a process under an open group.
+pub use crate::output::cgroups::CgRow;
 
 /// Lines in display order: groups by STOLEN% (most first when
 /// `descending`), each expanded one followed by its processes (most

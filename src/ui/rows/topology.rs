@@ -18,13 +18,11 @@ fn size(bytes: Option<u64>) -> String {
     })
 }
 
-fn xdp(m: XdpMode) -> &'static str {
+/// The XDP mode's one label, with what generic mode costs said beside it.
+fn xdp(m: XdpMode) -> String {
     match m {
-        XdpMode::Unknown => "unknown",
-        XdpMode::None => "none",
-        XdpMode::Native => "native",
-        XdpMode::Generic => "generic (costs several times native)",
-        XdpMode::Offload => "offload",
+        XdpMode::Generic => format!("{} (costs several times native)", m.as_str()),
+        m => m.as_str().to_string(),
     }
 }
 

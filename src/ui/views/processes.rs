@@ -4,11 +4,10 @@
 
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::table::{mark_selected, on_screen};
+use super::table::{mark_selected, on_screen, tone_style};
 use crate::output::columns::{PRIORITY, ProcColumn};
 use crate::ui::app::App;
 use crate::ui::history::{Key, Series};
@@ -155,7 +154,6 @@ fn task_row<'a>(
 ) -> Option<Row<'a>> {
     let t = app.task(r.src)?;
     let cx = app.row_ctx();
-    let gap = t.gap_pct();
     let marked = t.stolen_pct >= STOLEN_MARK_PCT;
     let mut cells = vec![if marked {
         Cell::from(Span::styled("!", s.stolen()))
@@ -163,17 +161,12 @@ fn task_row<'a>(
         Cell::from(" ")
     }];
     for &c in cols {
-        let mut text = c.text(t, &cx);
+        let cell = c.cell(t, &cx);
+        let mut text = cell.text;
         if c == ProcColumn::Command && r.depth > 0 {
             text.insert_str(0, &tree_prefix(r, width_of(c) as usize));
         }
-        let style = match c {
-            ProcColumn::True if gap >= STOLEN_MARK_PCT => Style::new().add_modifier(Modifier::BOLD),
-            ProcColumn::Gap if gap >= STOLEN_MARK_PCT => s.gap(),
-            ProcColumn::Stolen if marked => s.stolen(),
-            ProcColumn::NetRx if cx.traced && t.net_rx_pct() >= 0.05 => s.net_rx(),
-            _ => Style::new(),
-        };
+        let style = tone_style(s, cell.tone);
         let w = width_of(c) as usize;
         if c == ProcColumn::Trend {
             text = app

@@ -17,7 +17,7 @@ use crate::sample::{
 
 use scrape::{
     Scrape, health, per_cpu, per_cpu_irq, per_cpu_net, per_cpu_softnet, per_device, per_napi,
-    per_program, per_task, regime_label, secs,
+    per_program, per_task, secs,
 };
 
 type Labels = Vec<(&'static str, String)>;
@@ -174,7 +174,7 @@ fn host(s: &Scrape, o: &mut Samples) {
     }
     labels.extend([
         ("kernel", s.host.kernel.clone()),
-        ("regime", regime_label(s.host.regime).to_string()),
+        ("regime", s.host.regime.name().to_string()),
         ("source", source.to_string()),
     ]);
     o.push((labels, 1.0));

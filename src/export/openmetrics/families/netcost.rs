@@ -8,17 +8,6 @@ use super::node;
 use super::scrape::Scrape;
 use crate::model::devconf::DeviceConfig;
 use crate::model::frame::DeviceView;
-use crate::topology::XdpMode;
-
-fn mode(m: XdpMode) -> &'static str {
-    match m {
-        XdpMode::Unknown => "unknown",
-        XdpMode::None => "none",
-        XdpMode::Native => "native",
-        XdpMode::Generic => "generic",
-        XdpMode::Offload => "offload",
-    }
-}
 
 pub(super) fn host_per_packet(s: &Scrape, o: &mut Samples) {
     if let Some(v) = s.net.as_ref().and_then(|f| f.summary.net_rx_ns_per_packet) {
@@ -122,13 +111,13 @@ pub(super) fn xdp(s: &Scrape, o: &mut Samples) {
     for (d, c) in configs(s) {
         if c.xdp_progs.is_empty() {
             let mut l = base(d);
-            l.push(("mode", mode(c.xdp).to_string()));
+            l.push(("mode", c.xdp.as_str().to_string()));
             l.push(("prog_id", "0".into()));
             o.push((l, 1.0));
         }
         for p in &c.xdp_progs {
             let mut l = base(d);
-            l.push(("mode", mode(p.mode).to_string()));
+            l.push(("mode", p.mode.as_str().to_string()));
             l.push(("prog_id", p.id.to_string()));
             o.push((l, 1.0));
         }

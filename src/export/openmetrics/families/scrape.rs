@@ -8,20 +8,11 @@ use super::super::{MAX_DEVICES, Options};
 use super::{Labels, Samples};
 use crate::sample::calibration::{Basis, Calibration, ClassCost};
 use crate::sample::{
-    BpfHealth, CpuNet, HostInfo, IrqAcct, ProgStat, RawCpu, RawDevice, RawSample, Regime, Softnet,
-    Source,
+    BpfHealth, CpuNet, HostInfo, IrqAcct, ProgStat, RawCpu, RawDevice, RawSample, Softnet, Source,
 };
 
 pub(super) fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
-}
-
-pub(super) fn regime_label(r: Regime) -> &'static str {
-    match r {
-        Regime::IrqTimeAccounting => "irq_time_accounting",
-        Regime::TickBased => "tick_based",
-        Regime::Unknown => "unknown",
-    }
 }
 
 /// What the families read: the sample, and what several of them share.
