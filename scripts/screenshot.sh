@@ -37,6 +37,8 @@ sleep 3
 
 tmux -L "$sock" -f /dev/null new-session -d -s shot -x "$cols" -y "$rows" \
     "$bin --no-config -d 2"
+# No status bar: the xterm below shows exactly nettop's screen.
+tmux -L "$sock" set-option -g status off
 # Two frames, and the calibration on a first start of the boot.
 sleep 8
 tmux -L "$sock" capture-pane -p -t shot >"$out/screenshot.txt"
@@ -48,7 +50,8 @@ if command -v Xvfb >/dev/null && command -v xterm >/dev/null && command -v impor
     sleep 1
     DISPLAY=:91 xterm -geometry "${cols}x${rows}+0+0" -fa 'DejaVu Sans Mono' -fs 10 \
         -bg black -fg grey90 -e tmux -L "$sock" attach -t shot >/dev/null 2>&1 &
-    sleep 4
+    # Attaching may resize the window: let nettop redraw, then a frame.
+    sleep 7
     DISPLAY=:91 import -window root -trim "$out/screenshot.png"
     echo ">>> $out/screenshot.png"
 else
