@@ -138,7 +138,17 @@ fn k_sends_the_chosen_signal_and_r_renices() {
     t.keys(&["y"]);
     wait_until("nice 7", || nice_of(pid) == 7);
 
+    // M sorts by resident memory, as in htop and top (Esc apart: ESC
+    // then M at once is Alt-M to a terminal).
+    t.keys(&["Escape"]);
+    t.wait_for("the filter cleared", |s| !s.contains("filter \""));
+    t.keys(&["M"]);
+    t.wait_text("sort RES▼");
+
     // Anything but y changes nothing.
+    t.keys(&["/"]);
+    t.literal(name);
+    t.keys(&["Enter"]);
     t.keys(&["F9", "Enter"]);
     t.wait_text("Send SIGTERM");
     t.keys(&["n"]);
@@ -196,12 +206,15 @@ fn read_only_refuses_kill_renice_and_affinity() {
         return;
     };
     on_kid(&t, name, pid);
+    // The kid stays selected under the filter; each key is refused in
+    // turn (the y after it is no answer to anything).
     for k in ["k", "r", "a", "F9", "F7"] {
-        t.keys(&["Escape", "/"]);
-        t.literal(name);
-        t.keys(&["Enter", k]);
+        t.keys(&[k]);
         t.wait_text("read-only (--read-only");
         t.keys(&["y"]);
+        t.wait_for("the refusal replaced", |s| {
+            !s.contains("read-only (--read-only")
+        });
     }
     assert_eq!(nice_of(pid), 0);
     assert!(!kid.got("term").exists());
