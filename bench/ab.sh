@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two nettop binaries, A and B, measured alternately in one run (the
 # machines are noisy: only ratios from one run mean anything):
-#   - one process holding N sleeping threads (examples/threads): user+sys CPU
+#   - one process holding N sleeping threads (bench/programs/threads.rs): user+sys CPU
 #     of `-b -n 4 -d 1` and `-b -H -n 4 -d 1`, per frame, and the peak RSS;
 #   - 2,000 extra `sleep` processes: CPU of `-b -n 4 -d 1` per frame;
 #   - `--pinning-check` at the largest N: CPU per check.

@@ -6,7 +6,7 @@
 #    1 s interval for SECONDS (default 60), all three at the same time, under
 #    the same load; prints bytes per snapshot (per 100 tasks) and CPU
 #    (user+sys from wait4 rusage) of each recorder.
-# 2. Synthetic figures (cargo test --release --test record_bench -- --ignored):
+# 2. Synthetic figures (cargo run --release --example record_bench):
 #    bytes per snapshot at 100/1000 tasks, and replay load time of a
 #    synthesised 24-hour recording at 1 s.
 set -euo pipefail
@@ -48,4 +48,4 @@ for k, (st, cpu, wall, rss) in res.items():
 EOF
 
 echo "== synthetic"
-NETTOP_BENCH_DIR="$dir" cargo test --release -q --test record_bench -- --ignored --nocapture --test-threads 1 2>&1 | grep BENCH
+NETTOP_BENCH_DIR="$dir" cargo run --release -q --example record_bench 2>&1 | grep BENCH

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nettop's own cost against thread count, side by side with top in one run.
-# One process holds N sleeping threads (examples/threads.rs); for each N the
+# One process holds N sleeping threads (bench/programs/threads.rs); for each N the
 # CPU (user+sys, children included) of 4 batch frames at 1 s is measured for
 # `nettop -b`, `nettop -b -H`, `top -b` and `top -b -H`, plus nettop's peak
 # RSS. Writes bench/results/threads.csv and bench/results/threads.svg.

@@ -3,7 +3,7 @@
 # App fed a full history (300 frames) of one process with N threads, the
 # thread list on, with the history on and off, every thread busy (every
 # ring allocated: the worst case) or idle (no ring allocated).
-# examples/ui_history_rss.rs does the feeding and prints its own VmHWM.
+# bench/programs/ui_history_rss.rs does the feeding and prints its own VmHWM.
 #
 #   bench/ui_history_rss.sh [N]      (default: 30000)
 #

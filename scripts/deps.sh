@@ -11,7 +11,7 @@ export DEBIAN_FRONTEND=noninteractive
 # Packaging test: systemd (systemd-analyze verify), man-db (man -l),
 # binutils (readelf), dpkg-dev (cargo-deb's dpkg-shlibdeps) and
 # init-system-helpers (deb-systemd-helper, which the package's maintainer
-# scripts run). Container test (tests/k8s_image.rs): buildah builds the
+# scripts run). Container test (tests/system/k8s_image.rs): buildah builds the
 # image from scratch, podman runs it with runc (crun refuses this VM's
 # hybrid cgroup layout), and golang-github-containers-common brings the
 # runtime's default seccomp profile nettop's is derived from.
@@ -49,7 +49,7 @@ install_rust() {
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
 }
 
-# cargo-deb builds the .deb (scripts/package.sh, tests/packaging.rs). A
+# cargo-deb builds the .deb (scripts/package.sh, tests/pure/packaging.rs). A
 # fresh machine compiles it once: about 6.5 minutes on the 2 shared cores
 # of the development VM.
 install_cargo_deb() {
@@ -58,7 +58,7 @@ install_cargo_deb() {
     cargo install cargo-deb --locked
 }
 
-# The Kubernetes packaging's tests (tests/k8s_manifests.rs, k8s_image.rs)
+# The Kubernetes packaging's tests (tests/pure/k8s_manifests.rs, k8s_image.rs)
 # lint and render the Helm chart with helm, built from the Go module proxy
 # (Debian has no helm), and decode the renderings with
 # packaging/k8s/validate, whose modules are fetched here once. Go itself

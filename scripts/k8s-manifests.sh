@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates what packaging/k8s/ derives from other files, so that none
-# of it can drift (tests/k8s_manifests.rs fails when a copy differs):
+# of it can drift (tests/pure/k8s_manifests.rs fails when a copy differs):
 #
 # - the chart's files/: the Prometheus rules and the Grafana dashboard
 #   from fleet/, which the chart's PrometheusRule and ConfigMap embed;

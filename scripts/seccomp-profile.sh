@@ -5,7 +5,7 @@
 # perf_event_open(2) allowed for every process instead of only for
 # CAP_SYS_ADMIN holders. Nothing else changes: the kernel still wants
 # CAP_BPF and CAP_PERFMON for what nettop does with them.
-# tests/k8s_manifests.rs checks that the committed file is this output.
+# tests/pure/k8s_manifests.rs checks that the committed file is this output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-/usr/share/containers/seccomp.json}

@@ -5,7 +5,7 @@
 //! [`model::frame::Frame`], and every front end (TUI, batch text, JSON,
 //! recordings, metrics) renders Frames. Rendering does no I/O; collectors do
 //! no formatting. The modules are layers that only reach down; the order is
-//! in docs/ARCHITECTURE.md and `tests/layers.rs` holds it.
+//! in docs/ARCHITECTURE.md and `tests/pure/layers.rs` holds it.
 
 pub mod app;
 pub mod calibrate;

@@ -1,6 +1,6 @@
 //! The reference tables nettop's help has no other home for: exit status,
 //! environment, files and examples. The man page (`app::generate`) renders
-//! them and README carries them row for row (`tests/docs_readme.rs`), so
+//! them and README carries them row for row (`tests/pure/docs_readme.rs`), so
 //! the two cannot drift apart; the columns and keys come from their own
 //! tables (`output::columns`, `ui::keymap`) the same way.
 //!
@@ -190,7 +190,7 @@ pub const FILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Command lines that run as written (`tests/docs_readme.rs` parses each
+/// Command lines that run as written (`tests/pure/docs_readme.rs` parses each
 /// one with the real command line), covering the interactive, batch,
 /// evidence, lint and metrics uses. Plain words only: no quoting, no pipes.
 pub const EXAMPLES: &[(&str, &str)] = &[

@@ -163,6 +163,7 @@ mod tests {
         assert!(!stderr_is("1:"));
         // SAFETY: as in stderr_is.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a valid, writable stat buffer for fd 2.
         assert_eq!(unsafe { libc::fstat(2, &mut st) }, 0);
         assert!(stderr_is(&format!("{}:{}", st.st_dev, st.st_ino)));
         assert!(!stderr_is(&format!("{}:{}", st.st_dev, st.st_ino + 1)));

@@ -148,7 +148,13 @@ impl CgroupResolver {
             (None, Some(v1p)) => (true, v1p.to_string()),
             (None, None) => (true, pc.v1_path()?.to_string()),
         };
-        let key = cgroup_key(v1, &path);
+        // A process in the v2 root is in the same cgroup as the kernel
+        // threads there, whose key is the kernel's id of the root: one row
+        // for the root, not one per way it was found.
+        let key = match self.v2_root_id {
+            Some(root) if !v1 && path == "/" => root,
+            _ => cgroup_key(v1, &path),
+        };
         let cpus_file = pc
             .v1_cpuset()
             .and_then(|p| self.mounts.v1_cpus_file(&self.root, p));

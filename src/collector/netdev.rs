@@ -4,7 +4,7 @@
 //! frame (BENCHMARKS.md, "Device counters" has the cost of both).
 //!
 //! Both sources read the same kernel figures (`dev_get_stats`), so they
-//! agree to the packet; `tests/netdev_live.rs` checks it on live veths.
+//! agree to the packet; `tests/live/netdev_live.rs` checks it on live veths.
 //!
 //! The sysfs reader (`procfs::read_devices`) stays for `--sysroot` trees
 //! (the live kernel would describe another machine) and as the fallback

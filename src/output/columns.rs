@@ -2,7 +2,7 @@
 //! `ProcColumn`): header, meaning, width, alignment, how a value prints and
 //! how it sorts, each said once here, in the shape of every entity's table
 //! ([`super::fields::Field`]). README's column table lists the same
-//! columns in the same order (tests/columns_readme.rs compares all three).
+//! columns in the same order (tests/pure/columns_readme.rs compares all three).
 //!
 //! Both front ends print the same text for a cell; they differ only in
 //! layout. The TUI cuts cells to the column width and drops low-priority

@@ -6,7 +6,7 @@
 //! Each table says once, per column, its key, header, meaning, width,
 //! alignment and how its value prints (a [`Cell`]: text and [`Tone`]).
 //! The TUI's views, batch text and README's column tables are drawn from
-//! or checked against it (tests/columns_readme.rs), so adding a column to
+//! or checked against it (tests/pure/columns_readme.rs), so adding a column to
 //! a table adds it to every front end. Front ends differ only in layout:
 //! the TUI cuts cells to the column width, colours them by tone and keeps
 //! the columns of [`Field::PRIORITY`] that fit a narrow terminal; batch

@@ -22,7 +22,7 @@ impl Untrusted for HostInfo {
 }
 
 /// Field by field: this runs on every live sample, for thousands of tasks.
-/// `every_string_field_is_cleaned` (tests/sanitize.rs) fails when a string field is added to
+/// `every_string_field_is_cleaned` (tests/pure/sanitize.rs) fails when a string field is added to
 /// the raw sample without being listed here.
 impl Untrusted for RawSample {
     fn sanitize(&mut self) {

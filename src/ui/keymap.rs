@@ -354,7 +354,7 @@ const MOUSE_HELP: (&str, &str) = ("mouse", "click selects a row or a tab; wheel 
 
 /// The help overlay's lines, the keys' then the mouse's: (key names, what
 /// they do). README's keys table is this, word for word
-/// (tests/keys_readme.rs).
+/// (tests/pure/keys_readme.rs).
 pub fn help() -> Vec<(String, &'static str)> {
     KEYMAP
         .iter()

@@ -11,6 +11,8 @@ pub mod prom;
 pub mod readme;
 pub mod run;
 pub mod screen;
+#[macro_use]
+pub mod tier;
 pub mod tmux;
 pub mod victim;
 pub mod xdp_pass;
@@ -34,10 +36,24 @@ pub fn skip(test: &str, reason: &str) {
     if required() {
         panic!("{test}: {REQUIRE_ENV}=1 but the test cannot run: {reason}");
     }
+    if let Ok(mut s) = SKIPPED.lock() {
+        s.push((test.to_string(), reason.to_string()));
+    }
     let _ = writeln!(
         std::io::stderr(),
         "\n*** SKIPPED: {test}: {reason} (set {REQUIRE_ENV}=1 to make this a failure)\n"
     );
+}
+
+/// Tests that found out only while running that the machine cannot run
+/// them (a loop device refused, BPF failing to load): the tier's summary
+/// counts them as not run, beside those whose needs were missing.
+static SKIPPED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// What [`skip`] recorded so far: (test, reason).
+#[allow(dead_code)]
+pub fn runtime_skips() -> Vec<(String, String)> {
+    SKIPPED.lock().map(|s| s.clone()).unwrap_or_default()
 }
 
 /// Writes to the real stderr, bypassing the harness's output capture, so

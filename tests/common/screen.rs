@@ -53,7 +53,7 @@ pub fn press(app: &mut App, c: KeyCode) {
 
 /// Checks `value` against `snapshots/<name>.snap`.
 pub fn snap(name: &str, value: impl AsRef<str>) {
-    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"), prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!(name, value.as_ref());
     });
 }

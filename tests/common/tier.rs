@@ -8,9 +8,9 @@
 //! early `return` inside the test used to count as a pass). With
 //! `NETTOP_REQUIRE_BPF=1` (CI) a missing need is a failure instead.
 //!
-//! The tests of one tier run one at a time unless `--test-threads` says
-//! otherwise: they load CPUs, create namespaces and measure, and two at
-//! once would measure each other.
+//! The root tier's tests run one at a time unless `--test-threads` says
+//! otherwise ([`Threads::One`]): they load CPUs, create namespaces and
+//! measure, and two at once would measure each other.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -28,6 +28,9 @@ pub enum Need {
     Tool(&'static str, &'static str),
     /// At least this many online CPUs.
     Cpus(usize),
+    /// Anything else the machine must have; the function says what is
+    /// missing, or `None`.
+    Custom(fn() -> Option<String>),
 }
 
 impl Need {
@@ -43,6 +46,7 @@ impl Need {
             Need::Cpus(n) if std::thread::available_parallelism().map_or(1, |c| c.get()) < n => {
                 Some(format!("needs {n} CPUs"))
             }
+            Need::Custom(check) => check(),
             _ => None,
         }
     }
@@ -53,6 +57,9 @@ pub struct Case {
     /// `module::function`, as libtest names tests.
     pub name: &'static str,
     pub needs: &'static [Need],
+    /// Run only when asked (`--ignored`): a benchmark, or a helper process
+    /// another test starts. The reason is printed as libtest's is.
+    pub ignore: Option<&'static str>,
     pub run: fn(),
 }
 
@@ -65,14 +72,24 @@ pub static CASES: [Case];
 /// case!(apply_is_refused_twice, [Need::Root, Need::Tool("ip", "-V")]);
 /// fn apply_is_refused_twice() { ... }
 /// ```
+///
+/// `case!(NAME, [NEEDS], ignore = "why")` registers it as ignored, as
+/// `#[ignore = "why"]` does for libtest.
 #[macro_export]
 macro_rules! case {
     ($name:ident, [$($need:expr),* $(,)?]) => {
+        $crate::case!(@register $name, [$($need),*], None);
+    };
+    ($name:ident, [$($need:expr),* $(,)?], ignore = $why:literal) => {
+        $crate::case!(@register $name, [$($need),*], Some($why));
+    };
+    (@register $name:ident, [$($need:expr),*], $ignore:expr) => {
         const _: () = {
             #[linkme::distributed_slice($crate::common::tier::CASES)]
             static CASE: $crate::common::tier::Case = $crate::common::tier::Case {
                 name: concat!(module_path!(), "::", stringify!($name)),
                 needs: &[$($need),*],
+                ignore: $ignore,
                 run: $name,
             };
         };
@@ -85,14 +102,42 @@ fn short(name: &str) -> &str {
     name.split_once("::").map_or(name, |(_, rest)| rest)
 }
 
+/// How many of a tier's tests run at once when `--test-threads` is not
+/// given.
+pub enum Threads {
+    /// One at a time: they load CPUs and measure.
+    One,
+    /// libtest's default, one per CPU.
+    Default,
+}
+
+/// Runs one test on a thread of its own, as libtest does: a test that
+/// pins its thread to a CPU, or changes its scheduling, must not pass that
+/// on to the next test (or to the processes the next test starts), and
+/// one test at a time would otherwise all run on the main thread.
+fn isolated(name: &str, run: fn()) -> Result<(), Failed> {
+    let thread = std::thread::Builder::new().name(name.to_string());
+    match thread.spawn(run).map(std::thread::JoinHandle::join) {
+        Ok(Ok(())) => Ok(()),
+        // The panic message was printed by the panic hook already.
+        Ok(Err(p)) => Err(Failed::from(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panicked".to_string()),
+        )),
+        Err(e) => Err(Failed::from(format!("cannot start the test's thread: {e}"))),
+    }
+}
+
 /// Runs every registered case; the `main` of a tier's test binary.
-pub fn main() -> ExitCode {
+pub fn main(threads: Threads) -> ExitCode {
     let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
+    if args.test_threads.is_none() && matches!(threads, Threads::One) {
         args.test_threads = Some(1);
     }
     let required = super::required();
-    let mut not_run: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
+    let mut not_run: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut cases: Vec<&Case> = CASES.iter().collect();
     cases.sort_by_key(|c| c.name);
     let trials: Vec<Trial> = cases
@@ -100,12 +145,13 @@ pub fn main() -> ExitCode {
         .map(|c| {
             let missing: Vec<String> = c.needs.iter().filter_map(|n| n.missing()).collect();
             let name = short(c.name);
-            if missing.is_empty() {
+            if missing.is_empty() || c.ignore.is_some() {
                 let run = c.run;
-                return Trial::test(name, move || {
-                    run();
-                    Ok(())
-                });
+                let trial = Trial::test(name, move || isolated(name, run));
+                return match c.ignore {
+                    Some(why) => trial.with_ignored_flag(true).with_kind(why),
+                    None => trial,
+                };
             }
             let why = missing.join(", ");
             if required {
@@ -116,7 +162,10 @@ pub fn main() -> ExitCode {
                 return Trial::test(name, move || Err(Failed::from(msg)));
             }
             if args.filter.as_deref().is_none_or(|f| name.contains(f)) {
-                not_run.entry(why.clone()).or_default().push(name);
+                not_run
+                    .entry(why.clone())
+                    .or_default()
+                    .push(name.to_string());
             }
             Trial::test(name, || Ok(()))
                 .with_ignored_flag(true)
@@ -124,6 +173,9 @@ pub fn main() -> ExitCode {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
+    for (name, why) in super::runtime_skips() {
+        not_run.entry(why).or_default().push(name);
+    }
     if !not_run.is_empty() {
         let n: usize = not_run.values().map(Vec::len).sum();
         let why: Vec<String> = not_run

@@ -10,7 +10,7 @@
 //! frequency and SMT sibling) with no time lost: a rate is not a share.
 //!
 //! Shared by the accuracy test (which re-executes its own binary to get a
-//! separate victim process) and `examples/victim.rs` (benchmarks).
+//! separate victim process) and `bench/programs/victim.rs` (benchmarks).
 
 use std::hint::black_box;
 use std::io;

@@ -1,8 +1,8 @@
 //! docs/metrics.md's series count, family by family, written from the doc
 //! and not from the exporter, so a family that grows a label or a series
 //! the doc does not know about fails the tests that compare against it.
-//! Shared by tests/metrics_series.rs (a 256-CPU fixture) and
-//! tests/metrics_live.rs (a real Prometheus scraping `--serve`).
+//! Shared by tests/pure/metrics_series.rs (a 256-CPU fixture) and
+//! tests/live/metrics_live.rs (a real Prometheus scraping `--serve`).
 
 #![allow(dead_code)]
 
