@@ -5,7 +5,7 @@
 //! (ingest, history, draw) with the sparkline history full.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use nettop::ui::app::{App, Options};
+use nettop::ui::state::{App, Options};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
