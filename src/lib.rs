@@ -10,7 +10,7 @@
 pub mod app;
 pub mod calibrate;
 pub mod collector;
-pub mod export;
+pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod pinning;

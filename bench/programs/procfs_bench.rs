@@ -9,7 +9,7 @@ mod parked;
 
 use std::time::Instant;
 
-use nettop::collector::procfs;
+use nettop::collector::procfiles;
 use nettop::model::compute;
 use nettop::sys::sysroot::Sysroot;
 use parked::ParkedThreads;
@@ -24,8 +24,8 @@ fn read_tasks_with_2000_extra_threads() {
     let mut n_tasks = 0;
     for _ in 0..10 {
         let t0 = Instant::now();
-        let tasks = procfs::read_tasks(&root, &[]).unwrap();
-        let cpus = procfs::read_cpus(&root, &tasks).unwrap();
+        let tasks = procfiles::read_tasks(&root, &[]).unwrap();
+        let cpus = procfiles::read_cpus(&root, &tasks).unwrap();
         let read = t0.elapsed();
         n_tasks = tasks.len();
         let cur = nettop::sample::RawSample {
@@ -119,15 +119,15 @@ fn parsers_hand_vs_procfs_crate() {
         t[t.len() / 2]
     }
     let hand_stat = per_file(&stat, |b| {
-        black_box(procfs::parse_stat(&String::from_utf8_lossy(b))).is_ok()
+        black_box(procfiles::parse_stat(&String::from_utf8_lossy(b))).is_ok()
     });
     let crate_stat = per_file(&stat, |b| black_box(Stat::from_read(b)).is_ok());
     let hand_status = per_file(&status, |b| {
-        black_box(procfs::parse_status(&String::from_utf8_lossy(b)));
+        black_box(procfiles::parse_status(&String::from_utf8_lossy(b)));
         true
     });
     let crate_status = per_file(&status, |b| black_box(Status::from_read(b)).is_ok());
-    // The hand parser nettop used before (procfs::parse_schedstat is now
+    // The hand parser nettop used before (procfiles::parse_schedstat is now
     // the crate's), kept here as the reference.
     let hand_sched = per_file(&sched, |b| {
         let text = String::from_utf8_lossy(b);
@@ -135,7 +135,7 @@ fn parsers_hand_vs_procfs_crate() {
         black_box(matches!((it.next(), it.next()), (Some(Ok(_)), Some(Ok(_)))))
     });
     let crate_sched = per_file(&sched, |b| black_box(Schedstat::from_read(b)).is_ok());
-    let nettop_sched = per_file(&sched, |b| black_box(procfs::parse_schedstat(b)).is_ok());
+    let nettop_sched = per_file(&sched, |b| black_box(procfiles::parse_schedstat(b)).is_ok());
     println!(
         "task files: {} stat, {} status, {} schedstat",
         stat.len(),
@@ -151,7 +151,7 @@ fn parsers_hand_vs_procfs_crate() {
     ] {
         println!("| `{f}` | {r:.0} | {h:.0} | {c:.0} |");
     }
-    println!("procfs::parse_schedstat (crate parser and error mapping): {nettop_sched:.0} ns");
+    println!("procfiles::parse_schedstat (crate parser and error mapping): {nettop_sched:.0} ns");
 }
 
 /// Runs the measurements named on the command line, or all of them.

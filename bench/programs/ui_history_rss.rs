@@ -11,9 +11,9 @@
 
 use std::process::ExitCode;
 
-use nettop::ui::app::{App, Options, Theme};
 use nettop::ui::fixtures;
 use nettop::ui::history::History;
+use nettop::ui::state::{App, Options, Theme};
 
 fn status(key: &str) -> String {
     std::fs::read_to_string("/proc/self/status")

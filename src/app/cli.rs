@@ -429,7 +429,7 @@ pub enum MetricsCpu {
 /// One `--metrics-exclude` value, checked against the families and
 /// presets the exporter knows; the exporter expands it.
 fn parse_metrics_exclude(s: &str) -> Result<String, String> {
-    crate::export::openmetrics::select::resolve(s).map(|_| s.trim().to_string())
+    crate::metrics::openmetrics::select::resolve(s).map(|_| s.trim().to_string())
 }
 
 fn parse_iterations(s: &str) -> Result<u64, String> {

@@ -189,9 +189,9 @@ pub fn saver(cli: &Cli) -> impl FnMut(&Settings) -> Result<String, String> + use
 mod tests {
     use super::*;
     use crate::output::columns::ProcColumn;
-    use crate::ui::app::Scheme;
     use crate::ui::meters::{CpuBars, HeaderMode, Meter};
     use crate::ui::rows::View;
+    use crate::ui::state::Scheme;
 
     #[test]
     fn xdg_wins_over_home_unless_relative() {

@@ -47,12 +47,14 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
             &mut warn,
         ),
         ExportFormat::Csv => {
-            writeln!(out, "{}", crate::export::CSV_HEADER).map_err(anyhow::Error::from)?;
+            writeln!(out, "{}", crate::output::csv::CSV_HEADER).map_err(anyhow::Error::from)?;
             walk::frames_in(
                 &rec,
                 window.clone(),
                 |_, fr| {
-                    out.write_all(crate::export::csv_rows(&fr, cli.threads, cli.rows).as_bytes())?;
+                    out.write_all(
+                        crate::output::csv::csv_rows(&fr, cli.threads, cli.rows).as_bytes(),
+                    )?;
                     Ok(ControlFlow::Continue(()))
                 },
                 &mut warn,
@@ -61,13 +63,13 @@ pub fn run(cli: &Cli, file: &Path, fmt: ExportFormat) -> anyhow::Result<u8> {
         ExportFormat::Openmetrics => {
             let mut opts = options::metrics(cli);
             opts.topology = walk::recorded_topology(&rec).map(std::sync::Arc::new);
-            let mut series = crate::export::openmetrics::Series::default();
+            let mut series = crate::metrics::openmetrics::Series::default();
             let walked = walk::pairs_in(
                 &rec,
                 window,
                 |_, prev, cur| {
                     series.add(
-                        crate::export::openmetrics::families(&host, prev, cur, &opts),
+                        crate::metrics::openmetrics::families(&host, prev, cur, &opts),
                         cur.unix_ms,
                     );
                     Ok(ControlFlow::Continue(()))

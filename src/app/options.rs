@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::app::cli::{Cli, MetricsCpu};
 use crate::collector::CollectorOptions;
-use crate::export::openmetrics;
+use crate::metrics::openmetrics;
 use crate::sys::sysroot::Sysroot;
 use crate::topology::LoadOptions;
 

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::export::openmetrics::RecordingHealth;
-use crate::export::serve::Endpoint;
+use crate::metrics::openmetrics::RecordingHealth;
+use crate::metrics::serve::Endpoint;
 use crate::record::fault::Health;
 use crate::record::retention::Retention;
 use crate::record::session::Recorder;

@@ -18,7 +18,7 @@ use crate::app::cli::Cli;
 use crate::app::live::{DeviceConfigSource, Live};
 use crate::app::options;
 use crate::app::sampling::{Event, Schedule, record_with, run_loop};
-use crate::export::serve::{self, Endpoint};
+use crate::metrics::serve::{self, Endpoint};
 use crate::record::retention::Retention;
 use crate::record::session::{Recorder, Target};
 use crate::record::{RecordOptions, SampleSource, human_bytes};
@@ -83,7 +83,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
         Endpoint::new(
             l,
             src.host().clone(),
-            crate::export::openmetrics::Options {
+            crate::metrics::openmetrics::Options {
                 // Counters are per sample; the configuration as of start.
                 topology: DeviceConfigSource::new(options::topology(cli)).current(),
                 ..options::metrics(cli)

@@ -5,7 +5,7 @@
 //! its own execution ([`spin`]), while a second thread on another CPU sends
 //! it IPIs with expedited membarriers (the `call_function_single` vector RPS
 //! uses too) and, in a window of their own, TLB shootdowns, wake-ups and
-//! local timer interrupts ([`tlb`], [`resched`], [`ticker`]). nettop's own
+//! local timer interrupts ([`tlb`], [`resched`], [`hrtimer`]). nettop's own
 //! BPF collector traces the same interruptions into a probe the spinner
 //! reads after each gap, so every gap carries exactly what was traced
 //! inside it. Gaps holding one interruption of a class give that class's
@@ -22,13 +22,13 @@
 
 pub mod cache;
 pub mod census;
+pub mod hrtimer;
 pub mod placement;
 pub mod resched;
 pub mod rps;
 pub mod spin;
 pub mod states;
 pub mod table;
-pub mod ticker;
 pub mod tlb;
 
 use std::path::Path;
@@ -217,8 +217,8 @@ pub fn cached_or_measure(
 /// replaces the cache; a cache that cannot be written is said in `origin`.
 pub fn recalibrate(root: &Sysroot, dir: &Path) -> Result<Calibration> {
     let host = crate::collector::facts::detect(root);
-    let tasks = crate::collector::procfs::read_tasks(root, &[]).context("listing threads")?;
-    let ksoftirqd = crate::collector::procfs::find_ksoftirqd(&tasks)
+    let tasks = crate::collector::procfiles::read_tasks(root, &[]).context("listing threads")?;
+    let ksoftirqd = crate::collector::procfiles::find_ksoftirqd(&tasks)
         .into_iter()
         .collect();
     let bpf = BpfCollector::open(&BpfOptions {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::collector::procfs;
+use crate::collector::procfiles;
 use crate::sys::cpuset::CpuSet;
 use crate::sys::sysroot::Sysroot;
 
@@ -39,7 +39,7 @@ struct Pinned {
 
 fn schedstat_ns(root: &Sysroot, tgid: u32, tid: u32) -> Option<u64> {
     let text = root.read_opt(format!("/proc/{tgid}/task/{tid}/schedstat"))?;
-    procfs::parse_schedstat(text.as_bytes())
+    procfiles::parse_schedstat(text.as_bytes())
         .ok()
         .map(|(run, _)| run)
 }
@@ -48,13 +48,13 @@ fn schedstat_ns(root: &Sysroot, tgid: u32, tid: u32) -> Option<u64> {
 /// least busy ones over the sampling interval win, higher numbers first on a
 /// tie (CPU 0 usually carries the housekeeping).
 pub fn choose(root: &Sysroot) -> Result<Placement> {
-    let online = procfs::read_online(root).context("reading the online CPUs")?;
+    let online = procfiles::read_online(root).context("reading the online CPUs")?;
     // SAFETY: getpid(2) has no arguments and cannot fail.
     let own_pid = unsafe { libc::getpid() } as u32;
     let allowed = crate::sys::cpuset::live_affinity(own_pid).unwrap_or_else(|| online.clone());
     let isolated = crate::topology::isolated_cpus(root).unwrap_or_default();
 
-    let tasks = procfs::read_tasks(root, &[]).context("listing threads")?;
+    let tasks = procfiles::read_tasks(root, &[]).context("listing threads")?;
     let pinned: Vec<Pinned> = tasks
         .iter()
         .filter(|t| t.tgid != own_pid)
@@ -69,11 +69,11 @@ pub fn choose(root: &Sysroot) -> Result<Placement> {
             })
         })
         .collect();
-    let times0 = procfs::read_cpu_times(root).unwrap_or_default();
+    let times0 = procfiles::read_cpu_times(root).unwrap_or_default();
     let t0 = Instant::now();
     std::thread::sleep(SAMPLE);
     let elapsed = t0.elapsed().as_nanos() as f64;
-    let times1 = procfs::read_cpu_times(root).unwrap_or_default();
+    let times1 = procfiles::read_cpu_times(root).unwrap_or_default();
     let mut busy_threads = Vec::new();
     for p in &pinned {
         let Some(now) = schedstat_ns(root, p.tgid, p.tid) else {

@@ -211,7 +211,7 @@ pub struct Sent {
     pub resched_error: Option<String>,
     pub woken: super::resched::Woken,
     /// Why the local timer was not induced on the spinner's CPU
-    /// ([`super::ticker`]).
+    /// ([`super::hrtimer`]).
     pub timer_error: Option<String>,
     /// Why there were no RPS datagrams.
     pub rps_error: Option<String>,
@@ -324,7 +324,7 @@ enum Kind {
 /// [`Schedule::classes_window`] between a TLB shootdown ([`super::tlb`])
 /// and (with `rps_to`) a wake-up of a thread sleeping on that CPU, a
 /// reschedule IPI ([`super::resched`]), then local timer interrupts every
-/// `period` on that CPU ([`super::ticker`]). What cannot be set up is left
+/// `period` on that CPU ([`super::hrtimer`]). What cannot be set up is left
 /// out and the reason returned.
 pub fn send_ipis(
     stop: &AtomicBool,
@@ -358,7 +358,7 @@ pub fn send_ipis(
     };
     // A timer interrupt's gap is ~13 µs on the development VM (~6 µs of it
     // the traced handler): every other turn, so each gap stays one sample.
-    let ticker = match rps_to.map(|cpu| super::ticker::Ticker::new(cpu, period * 2)) {
+    let timer = match rps_to.map(|cpu| super::hrtimer::PinnedTimer::new(cpu, period * 2)) {
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
             sent.timer_error = Some(format!("{NOT_INDUCED}: {e:#}"));
@@ -399,7 +399,7 @@ pub fn send_ipis(
             &ipi_kinds
         };
         // The timer's third: the sender leaves the spinner to it.
-        let timer_from = match (&ticker, classes) {
+        let timer_from = match (&timer, classes) {
             (Some(_), true) if class_kinds.is_empty() => Some(start),
             (Some(_), true) => Some(start + STEP_PROBE + len * 2 / 3),
             _ => None,
@@ -438,7 +438,7 @@ pub fn send_ipis(
             turn += 1;
             spin_until(next);
         }
-        if let (Some(t), Some(from)) = (&ticker, timer_from) {
+        if let (Some(t), Some(from)) = (&timer, timer_from) {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -446,7 +446,7 @@ pub fn send_ipis(
             sleep_until(on);
             // A timer that cannot be switched costs the class its induced
             // gaps, not the calibration: the natural ticks remain, and the
-            // event stops when `ticker` is dropped below at the latest.
+            // event stops when `timer` is dropped below at the latest.
             match t.enable() {
                 Ok(()) => {
                     sleep_until(end);

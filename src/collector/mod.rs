@@ -6,7 +6,7 @@ pub mod cgroups;
 pub mod facts;
 pub mod netdev;
 pub mod pods;
-pub mod procfs;
+pub mod procfiles;
 pub mod taskiter;
 pub mod unseen;
 
@@ -59,7 +59,7 @@ pub struct Collector {
     /// directories on the node.
     pods: pods::PodNamer,
     /// Each process's command line, read once and kept (both task paths).
-    cmdlines: procfs::CmdlineCache,
+    cmdlines: procfiles::CmdlineCache,
     /// Processes the sampler's walk leaves out, read through /proc.
     unseen: unseen::Unseen,
     /// Bytes per page (the mm counters and `statm` count pages).
@@ -82,8 +82,9 @@ impl Collector {
                     opts.sysroot.root().display()
                 );
             }
-            let ks = procfs::read_ksoftirqd(&opts.sysroot).context("listing ksoftirqd threads")?;
-            let ksoftirqd = procfs::find_ksoftirqd(&ks).into_iter().collect();
+            let ks =
+                procfiles::read_ksoftirqd(&opts.sysroot).context("listing ksoftirqd threads")?;
+            let ksoftirqd = procfiles::find_ksoftirqd(&ks).into_iter().collect();
             let pidns = nested_pid_namespace();
             let bpf = BpfCollector::open(&BpfOptions {
                 ksoftirqd,
@@ -117,9 +118,9 @@ impl Collector {
             netns: netdev::OtherNamespaces::default(),
             cgroups: cgroups::CgroupResolver::new(&opts.sysroot),
             pods: pods::PodNamer::default(),
-            cmdlines: procfs::CmdlineCache::default(),
+            cmdlines: procfiles::CmdlineCache::default(),
             unseen: unseen::Unseen::default(),
-            page_size: procfs::page_size(),
+            page_size: procfiles::page_size(),
             opts,
         })
     }
@@ -178,7 +179,7 @@ impl Collector {
     /// Takes one snapshot of every counter.
     pub fn sample(&mut self) -> Result<RawSample> {
         let root = &self.opts.sysroot;
-        let online = procfs::read_online(root)?;
+        let online = procfiles::read_online(root)?;
         // Slot batches reach the task hash before anything reads it.
         if let Some(bpf) = &self.bpf {
             bpf.flush(&online);
@@ -209,13 +210,13 @@ impl Collector {
                 set.records,
                 thread_count(root),
             )?;
-            unseen_threads = procfs::read_processes(root, &missing)?;
+            unseen_threads = procfiles::read_processes(root, &missing)?;
             (set.threads, set.procs, set.bad_records)
         } else {
-            (procfs::read_tasks(root, &self.opts.pids)?, Vec::new(), 0)
+            (procfiles::read_tasks(root, &self.opts.pids)?, Vec::new(), 0)
         };
         let ksoftirqd_from = if tasks.is_empty() { &procs } else { &tasks };
-        let mut cpus = procfs::read_cpus(root, ksoftirqd_from)?;
+        let mut cpus = procfiles::read_cpus(root, ksoftirqd_from)?;
         let netdev::DeviceRead {
             mut devices,
             note: devices_note,
@@ -303,7 +304,7 @@ impl Collector {
             health = Some(h);
         }
         if !unseen_threads.is_empty() {
-            procs.extend(procfs::process_totals(root, &unseen_threads));
+            procs.extend(procfiles::process_totals(root, &unseen_threads));
             procs.sort_by_key(|p| p.tgid);
             if self.opts.threads {
                 tasks.append(&mut unseen_threads);
@@ -312,7 +313,7 @@ impl Collector {
         tasks.sort_by_key(|t| (t.tgid, t.tid));
         if !sampled {
             // The /proc path: process totals as /proc/PID/stat has them.
-            procs = procfs::process_totals(root, &tasks);
+            procs = procfiles::process_totals(root, &tasks);
             if !self.opts.threads {
                 tasks.clear();
             }
@@ -341,7 +342,7 @@ impl Collector {
             health,
             cgroups,
             notes: devices_note.into_iter().chain(others.note).collect(),
-            system: Some(procfs::read_system(root)),
+            system: Some(procfiles::read_system(root)),
             devices_incomplete,
         };
         // The boundary: names chosen by other users and drivers are made
@@ -397,13 +398,13 @@ fn decode_threads(
             pids: &[],
             clk_tck: host.clk_tck,
             nr_cpus: host.nr_cpus,
-            page_size: procfs::page_size(),
+            page_size: procfiles::page_size(),
         },
     );
     let mut threads = set.threads;
     let more = unseen
         .find(root, &[], &set.procs, set.records, thread_count(root))
-        .and_then(|missing| procfs::read_processes(root, &missing));
+        .and_then(|missing| procfiles::read_processes(root, &missing));
     if let Ok(more) = more
         && !more.is_empty()
     {

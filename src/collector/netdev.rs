@@ -6,7 +6,7 @@
 //! Both sources read the same kernel figures (`dev_get_stats`), so they
 //! agree to the packet; `tests/live/netdev_live.rs` checks it on live veths.
 //!
-//! The sysfs reader (`procfs::read_devices`) stays for `--sysroot` trees
+//! The sysfs reader (`procfiles::read_devices`) stays for `--sysroot` trees
 //! (the live kernel would describe another machine) and as the fallback
 //! when the dump fails; the sample then carries a note saying so.
 //!
@@ -16,7 +16,7 @@
 use netlink_packet_core::NlasIterator;
 use netlink_packet_route::link::Stats64;
 
-use super::procfs;
+use super::procfiles;
 use crate::sample::{GapCause, RawDevice};
 use crate::sys::rtnl::{self, RtnlError, Stats};
 use crate::sys::sysroot::Sysroot;
@@ -105,7 +105,7 @@ fn read_devices_with(
     root: &Sysroot,
     netlink: impl FnOnce() -> Result<(Vec<RawDevice>, Vec<String>), RtnlError>,
 ) -> DeviceRead {
-    let sysfs = |why: Option<String>| match procfs::read_devices(root) {
+    let sysfs = |why: Option<String>| match procfiles::read_devices(root) {
         Ok(devices) => DeviceRead {
             devices,
             note: why.map(|w| format!("device counters from sysfs: {w}")),
@@ -171,7 +171,7 @@ impl OtherNamespaces {
         let mut out = DeviceRead::default();
         if !root.is_live() {
             for (info, sub) in netns::enumerate_fixture(root) {
-                match procfs::read_devices(&sub) {
+                match procfiles::read_devices(&sub) {
                     Ok(mut devs) => {
                         for d in &mut devs {
                             d.netns = info.name.clone();

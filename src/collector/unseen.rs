@@ -14,7 +14,7 @@
 
 use anyhow::Result;
 
-use super::procfs;
+use super::procfiles;
 use crate::sample::RawTask;
 use crate::sys::sysroot::Sysroot;
 
@@ -57,7 +57,7 @@ impl Unseen {
         let short = tasks_now.saturating_sub(records);
         if short > 0 && short != self.short {
             self.listings += 1;
-            self.tgids = procfs::list_pids(root)?;
+            self.tgids = procfiles::list_pids(root)?;
         } else if short == 0 {
             self.tgids
                 .retain(|p| root.path(format!("/proc/{p}")).exists());

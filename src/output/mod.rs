@@ -1,9 +1,10 @@
-//! Batch text and JSON front ends, and the column tables every front end
+//! Batch text, JSON and CSV front ends, and the column tables every front end
 //! shares ([`fields`]).
 pub mod calibration;
 pub mod cgroups;
 pub mod columns;
 pub mod cpus;
+pub mod csv;
 pub mod devices;
 pub mod fields;
 pub mod format;

@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::app::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
+use super::state::{App, MIN_HEIGHT, MIN_WIDTH, Mode};
 use super::style::Sty;
 use super::{keymap, tabs, views};
 use crate::output::format::fmt_pct;

@@ -12,9 +12,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{Action, App, Mode};
 use super::asked::{AffinityChange, Control, Op};
 use super::history::{Key as HistKey, Series};
+use super::state::{Action, App, Mode};
 use crate::model::frame::TaskView;
 use crate::sys::control::{NICE_RANGE, SIGNALS, Target};
 use crate::sys::cpuset::CpuSet;
@@ -357,8 +357,8 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui::app::Options;
     use crate::ui::fixtures;
+    use crate::ui::state::Options;
     use crossterm::event::{Event, KeyModifiers};
 
     fn press(app: &mut App, code: KeyCode) -> Action {

@@ -11,7 +11,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{App, Mode};
+use super::state::{App, Mode};
 use crate::output::columns::ProcColumn;
 
 /// One line of the fields screen.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{App, Mode};
+use super::state::{App, Mode};
 
 /// One line of the user picker: `None` is "every user".
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,8 +107,8 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui::app::Options;
     use crate::ui::fixtures;
+    use crate::ui::state::Options;
     use crossterm::event::{Event, KeyModifiers};
 
     fn press(app: &mut App, code: KeyCode) {

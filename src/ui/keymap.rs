@@ -10,8 +10,8 @@ use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 
-use super::app::{Action, App, CHROME_BOTTOM, Mode};
 use super::rows::View;
+use super::state::{Action, App, CHROME_BOTTOM, Mode};
 use super::tabs::tab_at;
 use crate::output::columns::ProcColumn;
 

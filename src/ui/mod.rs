@@ -3,13 +3,12 @@
 //! Three parts, so that keys never wait on /proc or BPF:
 //! - a data thread (live collector or replay cursor) that does all I/O and
 //!   model arithmetic and sends finished Frames over a channel;
-//! - [`app::App`], a pure state machine fed Frames and input events
+//! - [`state::App`], a pure state machine fed Frames and input events
 //!   ([`keymap`] for the keys and the help they show, [`prompt`] for the
 //!   status-line prompts), holding each view's rows from [`rows`];
 //! - [`render::draw`], which turns App state into a screen and does no I/O:
 //!   [`chrome`] around one of the [`views`], one file per view.
 
-pub mod app;
 pub mod asked;
 pub mod chrome;
 mod control;
@@ -28,6 +27,7 @@ pub mod rows;
 mod saved;
 pub mod settings;
 pub mod sparkline;
+pub mod state;
 mod style;
 mod tabs;
 mod term;
@@ -42,7 +42,7 @@ use std::time::Duration;
 use crossterm::event;
 
 use crate::model::frame::Frame;
-use app::{Action, App, Extras};
+use state::{Action, App, Extras};
 
 /// Longest the loop waits for input before looking at new data; bounds how
 /// late a Frame or a signal is noticed.
@@ -349,7 +349,7 @@ mod tests {
     /// it stops them; a key that asks by itself is not asked twice.
     #[test]
     fn the_detail_pane_asks_for_thread_rows() {
-        let mut app = App::new(app::Options::default());
+        let mut app = App::new(state::Options::default());
         app.push_frame(fixtures::busy_host());
         assert_eq!(asks(&mut app, KeyCode::Enter), Some(true));
         assert_eq!(asks(&mut app, KeyCode::Char('H')), None);
@@ -364,7 +364,7 @@ mod tests {
     /// it was made for, and ends with that frame.
     #[test]
     fn replay_history_lands_on_its_own_frame() {
-        let mut app = App::new(app::Options::default());
+        let mut app = App::new(state::Options::default());
         let mut h = history::History::default();
         for t in 0..5 {
             h.push(&fixtures::busy_host_at(t));

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use super::app::App;
+use super::state::App;
 use super::style::Sty;
 use crate::output::format::fmt_pct;
 use crate::sample::NET_RX;

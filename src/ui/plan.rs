@@ -8,9 +8,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{Action, App, Mode};
 use super::rows::pinning::PlanRun;
 use super::rows::{LineKind, View};
+use super::state::{Action, App, Mode};
 use crate::plan::Plan;
 
 impl App {
@@ -92,7 +92,7 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui::app::{Extras, Options};
+    use crate::ui::state::{Extras, Options};
     use crossterm::event::{Event, KeyModifiers};
 
     fn key(app: &mut App, c: char) -> Action {

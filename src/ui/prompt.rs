@@ -4,8 +4,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{Action, App, Mode};
 use super::rows::View;
+use super::state::{Action, App, Mode};
 
 impl App {
     /// The filter applies as it is typed (htop's); Enter keeps it and

@@ -7,7 +7,7 @@ use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::widgets::Paragraph;
 
-use super::app::{App, CHROME_BOTTOM, Mode};
+use super::state::{App, CHROME_BOTTOM, Mode};
 use super::style::Sty;
 use super::{chrome, meters, pickers, views};
 

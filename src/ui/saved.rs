@@ -1,9 +1,9 @@
 //! The App's side of the saved settings: what `W` hands over and what a
 //! start restores ([`Settings`] is the data, [`super::settings`]).
 
-use super::app::App;
 use super::rows::processes::SortKey;
 use super::settings::Settings;
+use super::state::App;
 use crate::output::columns::ProcColumn;
 
 impl App {

@@ -3,7 +3,7 @@
 //! tasks listed or hidden, the colour scheme, the header. Each says what
 //! it did on the status line, as top does.
 
-use super::app::App;
+use super::state::App;
 
 impl App {
     /// `c`: COMMAND as the full command line, or the name (top's `c`).

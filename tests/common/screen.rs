@@ -4,7 +4,7 @@
 //! named by the test alone.
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use nettop::ui::app::{App, Options, Theme};
+use nettop::ui::state::{App, Options, Theme};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

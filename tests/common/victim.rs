@@ -283,13 +283,13 @@ fn send_ipis(
     let period = std::time::Duration::from_nanos(opts.ipi_period_ns);
     if opts.timer {
         let cpu = opts.cpu.unwrap_or(0) as u32;
-        let ticker = nettop::calibrate::ticker::Ticker::new(cpu, period)
+        let timer = nettop::calibrate::hrtimer::PinnedTimer::new(cpu, period)
             .and_then(|t| t.enable().map(|()| t))
             .map_err(|e| io::Error::other(format!("{e:#}")))?;
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        drop(ticker);
+        drop(timer);
         return Ok(0);
     }
     let page = if opts.tlb { Some(Page::new()?) } else { None };

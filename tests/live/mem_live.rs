@@ -90,7 +90,7 @@ fn statm(pid: u32) -> (u64, u64, u64) {
         .take(3)
         .map(|x| x.parse().unwrap())
         .collect();
-    let page = nettop::collector::procfs::page_size();
+    let page = nettop::collector::procfiles::page_size();
     (v[0] * page, v[1] * page, v[2] * page)
 }
 
@@ -167,7 +167,7 @@ fn res_matches_statm_on_both_paths() {
         assert_eq!((p.priority, p.nice), (Some(20), Some(0)), "{what}");
         common::report(&format!(
             "mem_live {what}: RES {r} vs statm {res} ({:+} pages)\n",
-            (r as i64 - res as i64) / nettop::collector::procfs::page_size() as i64
+            (r as i64 - res as i64) / nettop::collector::procfiles::page_size() as i64
         ));
     }
 }
@@ -247,7 +247,7 @@ fn the_forest_hangs_pid_1s_children_under_it() {
         .map(|p| p.pid)
         .collect();
     assert!(!children.is_empty(), "no process has PID 1 for a parent");
-    let mut app = nettop::ui::app::App::new(nettop::ui::app::Options {
+    let mut app = nettop::ui::state::App::new(nettop::ui::state::Options {
         forest: true,
         width: 160,
         height: 60,

@@ -1,5 +1,5 @@
 //! Device counters: the rtnetlink dump (`collector::netdev`) against the
-//! sysfs reader (`procfs::read_devices`) on live veths in namespaces this
+//! sysfs reader (`procfiles::read_devices`) on live veths in namespaces this
 //! test creates, while bounded UDP traffic runs between them. Both must list
 //! the same devices with the same ifindex, and every counter of the dump must
 //! lie between two sysfs reads taken around it.
@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::netns::{ADDR_RX, ADDR_TX, NetnsPair, in_netns, in_netns_with_sysfs};
-use nettop::collector::{netdev, procfs};
+use nettop::collector::{netdev, procfiles};
 use nettop::sample::RawDevice;
 use nettop::sys::sysroot::Sysroot;
 
@@ -41,9 +41,9 @@ fn counters(d: &RawDevice) -> [(&'static str, u64); 5] {
 /// all three, and each dump counter between the two sysfs values (counters
 /// only grow, and each sysfs file is read at some instant in its window).
 fn sandwich(root: &Sysroot) -> Vec<RawDevice> {
-    let before = procfs::read_devices(root).expect("sysfs before");
+    let before = procfiles::read_devices(root).expect("sysfs before");
     let (nl, bad) = netdev::read_netlink().expect("rtnetlink dump");
-    let after = procfs::read_devices(root).expect("sysfs after");
+    let after = procfiles::read_devices(root).expect("sysfs after");
     assert!(bad.is_empty(), "undecodable link messages: {bad:?}");
     let ids = |v: &[RawDevice]| -> Vec<(String, u32)> {
         v.iter().map(|d| (d.name.clone(), d.ifindex)).collect()
@@ -242,7 +242,7 @@ fn cost_1000_veths() {
 
     in_netns_with_sysfs(&ns, |dir: &Path| {
         let root = Sysroot::new(dir);
-        let n = procfs::read_devices(&root).unwrap().len();
+        let n = procfiles::read_devices(&root).unwrap().len();
         assert_eq!(n, 2 * pairs + 1, "lo + veths");
         assert_eq!(sandwich(&root).len(), n);
         let full = || {
@@ -258,7 +258,7 @@ fn cost_1000_veths() {
                 let (w0, c0) = (Instant::now(), thread_cpu_ns());
                 match i {
                     0 => {
-                        std::hint::black_box(procfs::read_devices(&root).unwrap());
+                        std::hint::black_box(procfiles::read_devices(&root).unwrap());
                     }
                     1 => {
                         std::hint::black_box(netdev::read_netlink().unwrap());
@@ -281,7 +281,7 @@ fn cost_1000_veths() {
         );
         println!("|---|---:|---:|---:|");
         for (i, what) in [
-            "sysfs, 6 files per device (`procfs::read_devices`)",
+            "sysfs, 6 files per device (`procfiles::read_devices`)",
             "rtnetlink dump, nettop's decoder (`netdev::read_netlink`)",
             "rtnetlink dump, full `netlink-packet-route` decode",
         ]

@@ -6,7 +6,7 @@
 use crate::common;
 
 use nettop::app::config;
-use nettop::ui::app::{App, Options};
+use nettop::ui::state::{App, Options};
 
 /// The first ```toml block of README's "Configuration file" section.
 fn readme_example() -> String {

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use nettop::export::openmetrics::{self, Flavor, Options};
+use nettop::metrics::openmetrics::{self, Flavor, Options};
 use nettop::model::compute;
 use nettop::model::frame::Frame;
 use nettop::output::text::{TextOptions, render_frame};

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::calibration;
-use nettop::export::openmetrics::{self, Flavor, Options};
+use nettop::metrics::openmetrics::{self, Flavor, Options};
 use nettop::record::synth;
 
 /// Kills and reaps a child on drop, so a failing test leaves nothing behind.

@@ -19,7 +19,7 @@ use clap::error::ErrorKind;
 use common::calibration;
 use common::run::nettop;
 use nettop::app::cli::Cli;
-use nettop::export::openmetrics::{self, Options};
+use nettop::metrics::openmetrics::{self, Options};
 use nettop::record::synth;
 use serde_json::Value;
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::calibration;
 use formula::Inputs;
-use nettop::export::openmetrics::{self, CpuSeries, Family, Options, select};
+use nettop::metrics::openmetrics::{self, CpuSeries, Family, Options, select};
 use nettop::record::synth;
 use nettop::sample::calibration::Basis;
 use nettop::sample::{HostInfo, RawDevice, RawNapi, RawSample};

@@ -9,7 +9,7 @@ use crate::common;
 use std::path::PathBuf;
 
 use nettop::collector::facts;
-use nettop::collector::procfs;
+use nettop::collector::procfiles;
 use nettop::sample::{Regime, Softnet};
 use nettop::sys::sysroot::Sysroot;
 
@@ -24,7 +24,7 @@ fn root(name: &str) -> Sysroot {
 #[test]
 fn tasks_all_threads_skip_vanished_and_odd_comm() {
     let r = root("modern");
-    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let tasks = procfiles::read_tasks(&r, &[]).unwrap();
     let ids: Vec<(u32, u32)> = tasks.iter().map(|t| (t.tgid, t.tid)).collect();
     // 100/task/102 has no stat (vanished thread), 200 has no task dir
     // (vanished process), "self" is not a pid: all skipped silently.
@@ -53,31 +53,31 @@ fn tasks_all_threads_skip_vanished_and_odd_comm() {
 #[test]
 fn pid_filter_keeps_ksoftirqd() {
     let r = root("modern");
-    let tasks = procfs::read_tasks(&r, &[100]).unwrap();
+    let tasks = procfiles::read_tasks(&r, &[100]).unwrap();
     let ids: Vec<u32> = tasks.iter().map(|t| t.tid).collect();
     assert_eq!(ids, vec![9, 15, 100, 101]);
     // A pid that does not exist is not an error either.
-    let tasks = procfs::read_tasks(&r, &[4242]).unwrap();
+    let tasks = procfiles::read_tasks(&r, &[4242]).unwrap();
     assert_eq!(tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), vec![9, 15]);
 }
 
 #[test]
 fn ksoftirqd_map_only_kernel_threads() {
     let r = root("modern");
-    let mut tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let mut tasks = procfiles::read_tasks(&r, &[]).unwrap();
     let mut fake = tasks[3].clone();
     fake.comm = "ksoftirqd/3".into();
     fake.tid = 7777;
     tasks.push(fake);
-    let m = procfs::find_ksoftirqd(&tasks);
+    let m = procfiles::find_ksoftirqd(&tasks);
     assert_eq!(m.into_iter().collect::<Vec<_>>(), vec![(0, 9), (1, 15)]);
 }
 
 #[test]
 fn cpus_offline_row_and_softnet_cpu_column() {
     let r = root("modern");
-    let tasks = procfs::read_tasks(&r, &[]).unwrap();
-    let cpus = procfs::read_cpus(&r, &tasks).unwrap();
+    let tasks = procfiles::read_tasks(&r, &[]).unwrap();
+    let cpus = procfiles::read_cpus(&r, &tasks).unwrap();
     assert_eq!(
         cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(),
         vec![0, 1, 2, 3]
@@ -111,7 +111,7 @@ fn cpus_offline_row_and_softnet_cpu_column() {
 
 #[test]
 fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
-    let sn = procfs::read_softnet(&root("old")).unwrap();
+    let sn = procfiles::read_softnet(&root("old")).unwrap();
     let cpus: Vec<u32> = sn.iter().map(|(c, _)| *c).collect();
     assert_eq!(cpus, vec![0, 1, 3]);
     assert_eq!(
@@ -124,7 +124,7 @@ fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
             flow_limit: 0
         }
     );
-    let modern = procfs::read_softnet(&root("modern")).unwrap();
+    let modern = procfiles::read_softnet(&root("modern")).unwrap();
     assert_eq!(
         modern
             .iter()
@@ -136,15 +136,15 @@ fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
 
 #[test]
 fn softnet_garbage_is_an_error_naming_the_problem() {
-    let e = procfs::parse_softnet("0000000z 1 2\n", None).unwrap_err();
+    let e = procfiles::parse_softnet("0000000z 1 2\n", None).unwrap_err();
     assert!(e.contains("0000000z"), "{e}");
     let online = nettop::sys::cpuset::CpuSet::parse_list("0").unwrap();
-    assert!(procfs::parse_softnet("1 2 3\n1 2 3\n", Some(&online)).is_err());
+    assert!(procfiles::parse_softnet("1 2 3\n1 2 3\n", Some(&online)).is_err());
 }
 
 #[test]
 fn devices_skip_non_devices() {
-    let devs = procfs::read_devices(&root("modern")).unwrap();
+    let devs = procfiles::read_devices(&root("modern")).unwrap();
     assert_eq!(devs.len(), 2);
     assert_eq!((devs[0].name.as_str(), devs[0].ifindex), ("eth0", 2));
     assert_eq!(
@@ -195,9 +195,9 @@ fn host_unreadable_config_is_unknown_and_partial_numa_is_empty() {
 #[test]
 fn missing_proc_is_an_error_naming_the_path() {
     let r = Sysroot::new("/nonexistent-nettop-root");
-    let e = format!("{:#}", procfs::read_tasks(&r, &[]).unwrap_err());
+    let e = format!("{:#}", procfiles::read_tasks(&r, &[]).unwrap_err());
     assert!(e.contains("/nonexistent-nettop-root/proc"), "{e}");
-    let e = format!("{:#}", procfs::read_cpu_times(&r).unwrap_err());
+    let e = format!("{:#}", procfiles::read_cpu_times(&r).unwrap_err());
     assert!(e.contains("/nonexistent-nettop-root/proc/stat"), "{e}");
 }
 
@@ -205,12 +205,12 @@ fn missing_proc_is_an_error_naming_the_path() {
 #[test]
 fn live_proc_has_this_process() {
     let me = std::process::id();
-    let tasks = procfs::read_tasks(&Sysroot::default(), &[me]).unwrap();
+    let tasks = procfiles::read_tasks(&Sysroot::default(), &[me]).unwrap();
     let mine: Vec<_> = tasks.iter().filter(|t| t.tgid == me).collect();
     assert!(!mine.is_empty());
     assert!(mine.iter().any(|t| t.tid == me));
     assert!(mine.iter().all(|t| t.on_cpu_ns > 0 || t.tid != me));
-    let cpus = procfs::read_cpus(&Sysroot::default(), &tasks).unwrap();
+    let cpus = procfiles::read_cpus(&Sysroot::default(), &tasks).unwrap();
     assert!(cpus.iter().any(|c| c.online && c.times.is_some()));
 }
 
@@ -229,10 +229,10 @@ fn live_threads_get_their_own_affinity() {
     });
     let tid = rx.recv().unwrap();
     let me = std::process::id();
-    let tasks = procfs::read_tasks(&Sysroot::default(), &[me]).unwrap();
+    let tasks = procfiles::read_tasks(&Sysroot::default(), &[me]).unwrap();
     let status_of = |t: u32| {
         let text = std::fs::read_to_string(format!("/proc/{me}/task/{t}/status")).unwrap();
-        procfs::parse_status(&text)
+        procfiles::parse_status(&text)
     };
     let (pinned_uid, pinned_aff) = status_of(tid);
     let (main_uid, main_aff) = status_of(me);
@@ -261,13 +261,13 @@ fn live_threads_get_their_own_affinity() {
 fn proc_path_reads_parents_and_command_lines() {
     use nettop::collector::{Collector, CollectorOptions};
     let r = root("modern");
-    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let tasks = procfiles::read_tasks(&r, &[]).unwrap();
     let ppids: Vec<(u32, u32)> = tasks.iter().map(|t| (t.tid, t.ppid)).collect();
     assert_eq!(ppids, vec![(1, 0), (9, 2), (15, 2), (100, 1), (101, 1)]);
 
     // The readers, before the sanitiser: the escape is still there.
-    let mut procs = procfs::process_totals(&r, &tasks);
-    let mut cache = procfs::CmdlineCache::default();
+    let mut procs = procfiles::process_totals(&r, &tasks);
+    let mut cache = procfiles::CmdlineCache::default();
     cache.fill(&r, &mut procs);
     let weird = procs.iter().find(|p| p.tgid == 100).unwrap();
     assert_eq!(weird.cmdline[3], "--color=\x1b[31mred");
@@ -328,7 +328,7 @@ fn system_figures_from_a_tree_and_live() {
     );
     file("loadavg", "0.50 0.25 0.12 2/300 4242\n");
     file("uptime", "3725.50 7000.00\n");
-    let s = procfs::read_system(&Sysroot::new(dir.path()));
+    let s = procfiles::read_system(&Sysroot::new(dir.path()));
     assert_eq!(
         s.mem.as_ref().map(|m| (m.total_kib, m.free_kib)),
         Some((8000, 1000))
@@ -340,15 +340,15 @@ fn system_figures_from_a_tree_and_live() {
     assert_eq!(s.uptime_s, Some(3725.5));
     // A file that does not parse is unknown on its own.
     file("loadavg", "garbage\n");
-    let s = procfs::read_system(&Sysroot::new(dir.path()));
+    let s = procfiles::read_system(&Sysroot::new(dir.path()));
     assert_eq!((s.load, s.uptime_s), (None, Some(3725.5)));
 
     // The fixture tree has meminfo (for MemTotal) but no loadavg or uptime.
-    let fixture = procfs::read_system(&root("modern"));
+    let fixture = procfiles::read_system(&root("modern"));
     assert!(fixture.mem.is_some());
     assert_eq!((fixture.load, fixture.uptime_s), (None, None));
 
-    let live = procfs::read_system(&Sysroot::default());
+    let live = procfiles::read_system(&Sysroot::default());
     let m = live.mem.expect("this host's /proc/meminfo");
     assert!(m.total_kib > 0 && m.free_kib <= m.total_kib, "{m:?}");
     assert!(live.load.is_some() && live.uptime_s.is_some_and(|u| u > 0.0));
@@ -362,8 +362,8 @@ fn system_figures_from_a_tree_and_live() {
 fn proc_path_reads_memory_priority_and_mem_total() {
     use nettop::collector::{Collector, CollectorOptions};
     let r = root("modern");
-    let page = procfs::page_size();
-    let tasks = procfs::read_tasks(&r, &[]).unwrap();
+    let page = procfiles::page_size();
+    let tasks = procfiles::read_tasks(&r, &[]).unwrap();
     let t = |tid: u32| tasks.iter().find(|t| t.tid == tid).unwrap();
     let m = t(100).mem.expect("statm of process 100");
     assert_eq!(
@@ -375,7 +375,7 @@ fn proc_path_reads_memory_priority_and_mem_total() {
     // Per thread: the leader reniced, its worker not.
     assert_eq!((t(100).priority, t(100).nice), (Some(15), Some(-5)));
     assert_eq!((t(101).priority, t(101).nice), (Some(20), Some(0)));
-    let old = procfs::read_tasks(&root("old"), &[]).unwrap();
+    let old = procfiles::read_tasks(&root("old"), &[]).unwrap();
     assert!(old.iter().all(|t| t.mem.is_none()), "no statm: unknown");
 
     let h = facts::detect(&r);

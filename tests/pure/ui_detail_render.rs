@@ -6,8 +6,8 @@ use crate::common;
 
 use common::screen::{app, press, screen, snap};
 use crossterm::event::KeyCode;
-use nettop::ui::app::App;
 use nettop::ui::fixtures;
+use nettop::ui::state::App;
 
 /// The busy host in its cgroups over 40 ticks of an RX burst, with the
 /// topology thread's facts: what the detail pane and the sparklines show.

@@ -4,8 +4,8 @@
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use nettop::model::frame::{Frame, TaskView};
-use nettop::ui::app::{App, Options};
 use nettop::ui::rows::processes::{Src, TaskRow};
+use nettop::ui::state::{App, Options};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -8,9 +8,9 @@ use crate::common::tier::Need;
 
 use common::screen::{app, busy, draw, press, screen, snap};
 use crossterm::event::KeyCode;
-use nettop::ui::app::App;
 use nettop::ui::fixtures;
 use nettop::ui::meters::{CpuBars, HeaderMode};
+use nettop::ui::state::App;
 use ratatui::style::Color;
 
 /// The header's lines and the tab line under them.

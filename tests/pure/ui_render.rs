@@ -11,9 +11,9 @@ use nettop::topology::{
     Cache, FlowRule, HostConfig, HostTopology, Irq, Nic, NumaNode, Package, Pu, RxQueue, Steering,
     Support, ThreadInfo, XdpMode,
 };
-use nettop::ui::app::{Extras, Theme};
 use nettop::ui::fixtures;
 use nettop::ui::rows::{View, pinning, topology};
+use nettop::ui::state::{Extras, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;

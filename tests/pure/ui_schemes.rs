@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use nettop::ui::app::{App, Options, Scheme, Theme};
+use nettop::ui::state::{App, Options, Scheme, Theme};
 use nettop::ui::{fixtures, render};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -17,8 +17,8 @@ use crate::app::live::LiveFrames;
 use crate::app::options;
 use crate::model::frame::Frame;
 use crate::sys::ticker::Ticker;
-use crate::ui::app::{App, Options, Theme};
 use crate::ui::settings::Settings;
+use crate::ui::state::{App, Options, Theme};
 use crate::ui::{Cmd, Msg};
 
 mod apply;

@@ -14,9 +14,9 @@ use crate::app::options;
 use crate::model::frame::Frame;
 use crate::sys::ticker::Ticker;
 use crate::sys::users::UserNames;
-use crate::ui::app::Extras;
 use crate::ui::history::{HISTORY_LEN, History};
 use crate::ui::rows::LineKind;
+use crate::ui::state::Extras;
 use crate::ui::{Cmd, Msg};
 
 /// Random access to a sequence of Frames (a recording).

@@ -15,9 +15,9 @@ use crate::plan::{Load, Plan};
 use crate::sys::ticker::Ticker;
 use crate::topology::HostTopology;
 use crate::ui::Msg;
-use crate::ui::app::Extras;
 use crate::ui::rows::detail::{self, Facts};
 use crate::ui::rows::{LineKind, devices, pinning, topology};
+use crate::ui::state::Extras;
 
 /// How often the topology (threads' pinning, IRQ affinity) is re-read, at
 /// the most.

@@ -1,5 +1,5 @@
 //! The views' state: which views there are, and per view the rows it
-//! derives from a Frame (built by [`App::rebuild`](super::app::App::rebuild)
+//! derives from a Frame (built by [`App::rebuild`](super::state::App::rebuild)
 //! when data or settings change, never per draw). Drawing them is
 //! [`super::views`]' part; nothing here knows about the terminal or the App,
 //! so the App can hold these rows without depending on how they are drawn.

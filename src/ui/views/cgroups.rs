@@ -15,9 +15,9 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::table::{field_cell, field_head, fitting, mark_selected, on_screen};
 use crate::output::cgroups::CgField;
 use crate::output::columns::traced;
-use crate::ui::app::App;
 use crate::ui::rows::View;
 use crate::ui::rows::cgroups::CgRow;
+use crate::ui::state::App;
 use crate::ui::style::Sty;
 
 pub(crate) fn header(app: &App) -> String {

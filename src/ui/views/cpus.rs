@@ -21,10 +21,10 @@ use crate::model::frame::CpuView;
 use crate::output::cpus::{CpuCtx, CpuField};
 use crate::output::fields::Field;
 use crate::output::format::fmt_rate;
-use crate::ui::app::App;
 use crate::ui::history::{Key, Series};
 use crate::ui::rows::View;
 use crate::ui::sparkline::PCT_SCALE;
+use crate::ui::state::App;
 use crate::ui::style::Sty;
 
 /// The view's title line. BPF% comes early: a narrow terminal cuts the

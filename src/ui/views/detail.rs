@@ -11,11 +11,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::output::format::fmt_mem;
-use crate::ui::app::App;
 use crate::ui::history::{Key, Series};
 use crate::ui::rows::detail::{self, Pane};
 use crate::ui::rows::{LineKind, View};
 use crate::ui::sparkline::{PCT_SCALE, fmt_span, spark, squeeze};
+use crate::ui::state::App;
 use crate::ui::style::Sty;
 
 /// Below this the pane goes without its border: every line is content.

@@ -11,8 +11,8 @@ use ratatui::widgets::{Row, Table};
 use super::table::{field_cell, field_head, fitting, mark_selected, on_screen};
 use crate::output::devices::{DevCtx, DevField};
 use crate::output::fields::Field;
-use crate::ui::app::App;
 use crate::ui::rows::View;
+use crate::ui::state::App;
 use crate::ui::style::Sty;
 
 /// The view's header: the host's receive cost (the batch's "Cost:" line,

@@ -1,6 +1,6 @@
 //! Drawing, one file per view: each view's one-line header and its draw
 //! function, over the rows [`super::rows`] derived from a Frame (built by
-//! [`App::rebuild`](super::app::App::rebuild) when data or settings
+//! [`App::rebuild`](super::state::App::rebuild) when data or settings
 //! change, never per draw):
 //!
 //! | view | file |
@@ -32,8 +32,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::app::App;
 use super::rows::{LineKind, View};
+use super::state::App;
 use super::style::Sty;
 
 /// The dim line above the body: what the view shows and how to read it.

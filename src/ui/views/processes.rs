@@ -9,11 +9,11 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::table::{mark_selected, on_screen, tone_style};
 use crate::output::columns::{PRIORITY, ProcColumn};
-use crate::ui::app::App;
 use crate::ui::history::{Key, Series};
 use crate::ui::rows::View;
 use crate::ui::rows::processes::TaskRow;
 use crate::ui::sparkline::PCT_SCALE;
+use crate::ui::state::App;
 use crate::ui::style::{STOLEN_MARK_PCT, Sty, fit, fit_columns};
 
 /// Settings first: they must stay visible on narrow terminals.

@@ -8,8 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row};
 
 use crate::output::fields::{self, Align, Field, Tone};
-use crate::ui::app::App;
 use crate::ui::rows::View;
+use crate::ui::state::App;
 use crate::ui::style::{Sty, fit, fit_columns};
 
 /// The items of a table view that fit below its header row, from the

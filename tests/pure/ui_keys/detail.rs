@@ -2,9 +2,9 @@
 //! closes it (before clearing anything else), and it outlives its process.
 
 use crossterm::event::KeyCode;
-use nettop::ui::app::Action;
 use nettop::ui::fixtures;
 use nettop::ui::rows::View;
+use nettop::ui::state::Action;
 
 use crate::ui_keys::{app, ch, key, selected_comm};
 

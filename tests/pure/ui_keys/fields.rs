@@ -3,17 +3,17 @@
 
 use crossterm::event::KeyCode;
 use nettop::output::columns::ProcColumn as Column;
-use nettop::ui::app::{Action, Mode, Scheme};
 use nettop::ui::settings::Settings;
+use nettop::ui::state::{Action, Mode, Scheme};
 
 use crate::ui_keys::{app, ch, key};
 
 /// The fields screen's line of `c`.
-fn line_of(a: &nettop::ui::app::App, c: Column) -> usize {
+fn line_of(a: &nettop::ui::state::App, c: Column) -> usize {
     a.fields().iter().position(|f| f.column == c).unwrap()
 }
 
-fn go_to(a: &mut nettop::ui::app::App, c: Column) {
+fn go_to(a: &mut nettop::ui::state::App, c: Column) {
     key(a, KeyCode::Home);
     for _ in 0..line_of(a, c) {
         key(a, KeyCode::Down);

@@ -2,8 +2,8 @@
 //! something is listed, and every listed key changes something.
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use nettop::ui::app::{Action, App, Mode};
 use nettop::ui::fixtures;
+use nettop::ui::state::{Action, App, Mode};
 
 use crate::ui_keys::{app, key};
 

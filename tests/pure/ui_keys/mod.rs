@@ -13,10 +13,10 @@ use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 use nettop::output::columns::ProcColumn as Column;
-use nettop::ui::app::{Action, App, Mode, Options};
 use nettop::ui::fixtures;
 use nettop::ui::rows::View;
 use nettop::ui::rows::processes::Src;
+use nettop::ui::state::{Action, App, Mode, Options};
 
 fn app(h: u16) -> App {
     let mut a = App::new(Options {

@@ -3,9 +3,9 @@
 
 use crossterm::event::KeyCode;
 use nettop::model::frame::Frame;
-use nettop::ui::app::App;
 use nettop::ui::fixtures;
 use nettop::ui::rows::View;
+use nettop::ui::state::App;
 
 use crate::ui_keys::{app, key, selected_comm};
 

@@ -50,14 +50,14 @@ const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 const MIN_PERIOD: Duration = Duration::from_micros(10);
 
 /// The perf event; closed (and its hrtimer cancelled) on drop.
-pub struct Ticker {
+pub struct PinnedTimer {
     fd: OwnedFd,
 }
 
-impl Ticker {
+impl PinnedTimer {
     /// Opens a disabled `cpu-clock` event on `cpu` firing every `period`
     /// (at least 10 µs) once enabled; an error says why there can be none.
-    pub fn new(cpu: u32, period: Duration) -> Result<Ticker> {
+    pub fn new(cpu: u32, period: Duration) -> Result<PinnedTimer> {
         let attr = PerfEventAttr {
             type_: PERF_TYPE_SOFTWARE,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -90,7 +90,7 @@ impl Ticker {
         let raw = raw as libc::c_int;
         // SAFETY: `raw` is the valid descriptor just returned, owned here.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        Ok(Ticker { fd })
+        Ok(PinnedTimer { fd })
     }
 
     fn ioctl(&self, req: libc::c_ulong, what: &str) -> Result<()> {

@@ -1,11 +1,7 @@
-//! Exporters: recordings to JSON/CSV/OpenMetrics, and `--serve` for Prometheus.
-//!
-//! Frames are computed from consecutive raw samples at export time, exactly as
-//! replay and live modes do, so every front end agrees.
-
-pub mod http;
-pub mod openmetrics;
-pub mod serve;
+//! CSV rows of `--export csv`: one line per task and frame, for a
+//! spreadsheet or pandas. Frames are computed from consecutive raw samples
+//! at export time, exactly as replay and live modes do, so every front end
+//! agrees.
 
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::SOFTIRQ_NAMES;
