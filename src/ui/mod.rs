@@ -34,7 +34,6 @@ mod term;
 mod toggles;
 pub mod views;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::Duration;
@@ -103,88 +102,37 @@ pub struct Hooks<'a> {
 
 /// Runs the TUI: enters the terminal, draws `app` and feeds it Frames from
 /// `rx` and keys from the terminal; commands go back over `tx`, what the
-/// user asked of the host to `hooks`. The terminal is restored on every
-/// way out.
-pub fn run(mut app: App, rx: Receiver<Msg>, tx: Sender<Cmd>, hooks: Hooks) -> anyhow::Result<u8> {
-    // SIGTERM/SIGHUP/SIGINT only set a flag; the loop notices within
-    // INPUT_POLL and unwinds normally, so the guard restores the terminal.
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGINT,
-    ] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-    }
-    spawn_watchdog(Arc::clone(&signal));
+/// user asked of the host to `hooks`. `stop` is the runner's signal flag
+/// (the signal's number, 0 while none came): the loop notices it within
+/// [`INPUT_POLL`] and unwinds normally, so the terminal is restored on
+/// every way out.
+pub fn run(
+    mut app: App,
+    rx: Receiver<Msg>,
+    tx: Sender<Cmd>,
+    hooks: Hooks,
+    stop: &AtomicUsize,
+) -> anyhow::Result<u8> {
     let (guard, mut term) = term::TermGuard::enter()?;
     let size = term.size()?;
     app.resize(size.width, size.height);
-    let result = event_loop(&mut term, &mut app, &rx, &tx, &signal, hooks);
+    let result = event_loop(&mut term, &mut app, &rx, &tx, stop, hooks);
     let _ = tx.send(Cmd::Quit);
     drop(term);
     drop(guard);
     result
 }
 
-/// How long the event loop gets to notice a signal and unwind on its own.
-const SIGNAL_GRACE: Duration = Duration::from_millis(1500);
-/// How often the watchdog looks at the terminal and the signal flag.
-const WATCH_EVERY: Duration = Duration::from_millis(100);
-
-/// Makes SIGTERM/SIGHUP and a vanished terminal end nettop even when the
-/// event loop cannot notice them. On a hung-up terminal, crossterm's reader
-/// spins inside `event::poll` (`read()` returns 0 forever, a whole CPU),
-/// so the loop may never get back to the signal flag; and a terminal can
-/// disappear without SIGHUP reaching us (another process group in the
-/// foreground). A hung-up terminal ends nettop at once: there is nothing to
-/// restore on it, and every moment spent waiting is a CPU burnt. After a
-/// signal the loop gets [`SIGNAL_GRACE`] to unwind on its own (restoring
-/// the terminal); then this thread restores it as far as it still exists
-/// and exits with 128+signal. Exiting without unwinding is safe for kernel
-/// state: BPF links and the bpf_stats handle are file descriptors the
-/// kernel releases with the process, and an unjudged apply is restored
-/// first.
-fn spawn_watchdog(signal: Arc<AtomicUsize>) {
-    std::thread::spawn(move || {
-        let mut since: Option<std::time::Instant> = None;
-        loop {
-            std::thread::sleep(WATCH_EVERY);
-            let hung_up = terminal_hung_up();
-            if hung_up {
-                signal.store(signal_hook::consts::SIGHUP as usize, Ordering::Relaxed);
-            }
-            let sig = signal.load(Ordering::Relaxed);
-            if sig == 0 {
-                continue;
-            }
-            let waited = since.get_or_insert_with(std::time::Instant::now).elapsed();
-            if hung_up || waited >= SIGNAL_GRACE {
-                // Changes an apply (`P`) wrote and has not judged yet
-                // outlive the process: undo them before the exit that
-                // skips every destructor.
-                crate::plan::steps::restore_all_armed();
-                if !hung_up {
-                    term::restore();
-                }
-                std::process::exit(128 + sig as i32);
-            }
-        }
-    });
+/// Puts the terminal back as far as it still exists, for a runner that
+/// must exit without unwinding (see `app::tui::signals`).
+pub fn restore_terminal() {
+    term::restore();
 }
 
-/// `true` once the controlling terminal on stdin has hung up (its pty
-/// master closed): poll reports POLLHUP/POLLERR/POLLNVAL.
-fn terminal_hung_up() -> bool {
-    let mut pfd = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: `pfd` is one valid pollfd that outlives the call; timeout 0
-    // makes poll return at once without blocking.
-    let rc = unsafe { libc::poll(&mut pfd, 1, 0) };
-    rc > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+/// `true` once the terminal on stdin has hung up: there is nothing left
+/// to draw on, nor to restore.
+pub fn terminal_hung_up() -> bool {
+    term::hung_up()
 }
 
 fn apply(app: &mut App, msg: Msg) -> Result<(), String> {

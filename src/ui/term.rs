@@ -63,3 +63,17 @@ impl Drop for TermGuard {
         restore();
     }
 }
+
+/// `true` once the controlling terminal on stdin has hung up (its pty
+/// master closed): poll reports POLLHUP/POLLERR/POLLNVAL.
+pub fn hung_up() -> bool {
+    let mut pfd = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid pollfd that outlives the call; timeout 0
+    // makes poll return at once without blocking.
+    let rc = unsafe { libc::poll(&mut pfd, 1, 0) };
+    rc > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}

@@ -23,6 +23,7 @@ use crate::ui::{Cmd, Msg};
 
 mod apply;
 mod replay;
+mod signals;
 mod topology;
 
 use replay::{open_replay, start_replay};
@@ -318,7 +319,8 @@ fn run_ui(
         save: &mut save,
         control: &mut control,
     };
-    let res = crate::ui::run(app, rx, tx, hooks);
+    let stop = signals::install()?;
+    let res = crate::ui::run(app, rx, tx, hooks, &stop);
     crate::app::logger::redirect_end();
     res
 }
