@@ -187,7 +187,7 @@ fn terminal_hung_up() -> bool {
     rc > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
-fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
+fn apply(app: &mut App, msg: Msg) -> anyhow::Result<()> {
     match msg {
         Msg::Frame(f) => app.push_frame(*f),
         Msg::Replay {
@@ -222,7 +222,7 @@ fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
         }
         Msg::PlanRun(r) => app.set_plan_run(r),
         Msg::Warn(w) => app.message = Some(w),
-        Msg::Fatal(e) => return Err(e),
+        Msg::Fatal(e) => return Err(anyhow::Error::msg(e)),
     }
     Ok(())
 }
@@ -261,7 +261,7 @@ fn event_loop(
         loop {
             match rx.try_recv() {
                 Ok(m) => {
-                    apply(app, m).map_err(|e| anyhow::anyhow!(e))?;
+                    apply(app, m)?;
                     dirty = true;
                 }
                 Err(TryRecvError::Empty) => break,
