@@ -100,7 +100,7 @@ pub fn parse(text: &str) -> (Settings, Vec<String>) {
         match one.try_into::<Settings>() {
             Ok(s) => match check(&s) {
                 Ok(()) => out.merge(s),
-                Err(e) => problems.push(format!("{k}: {e}")),
+                Err(e) => problems.push(format!("{k}: {e:#}")),
             },
             Err(e) => problems.push(format!("{k}: {}", e.message().trim())),
         }
@@ -109,9 +109,9 @@ pub fn parse(text: &str) -> (Settings, Vec<String>) {
 }
 
 /// What the types alone do not rule out.
-fn check(s: &Settings) -> Result<(), String> {
+fn check(s: &Settings) -> anyhow::Result<()> {
     match s.delay {
-        Some(d) if !(0.05..=3600.0).contains(&d) => Err(format!(
+        Some(d) if !(0.05..=3600.0).contains(&d) => Err(anyhow::anyhow!(
             "{} is not a delay (seconds, 0.05 to 3600)",
             crate::sys::units::human_number(d)
         )),
@@ -143,11 +143,11 @@ pub fn save(path: &Path, s: &Settings) -> anyhow::Result<PathBuf> {
 /// Whether the file `W` is about to replace is a settings file: TOML, as
 /// [`parse`] reads it (values it ignores are no reason to keep the file;
 /// a syntax error or another kind of file is).
-fn understood(old: &[u8]) -> Result<(), String> {
-    let text = std::str::from_utf8(old).map_err(|_| "not UTF-8 text".to_string())?;
+fn understood(old: &[u8]) -> anyhow::Result<()> {
+    let text = std::str::from_utf8(old).map_err(|_| anyhow::anyhow!("not UTF-8 text"))?;
     text.parse::<toml::Table>()
         .map(drop)
-        .map_err(|_| parse(text).1.join("; "))
+        .map_err(|_| anyhow::Error::msg(parse(text).1.join("; ")))
 }
 
 /// The TUI's settings: the file's, then the flags given explicitly. Also

@@ -108,7 +108,7 @@ pub fn store(dir: &Path, c: &mut Calibration) -> Result<PathBuf> {
         }
         serde_json::from_slice::<serde_json::Value>(old)
             .map(drop)
-            .map_err(|e| format!("not JSON: {e}"))
+            .context("not JSON")
     })?;
     Ok(path)
 }

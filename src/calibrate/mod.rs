@@ -241,6 +241,6 @@ pub fn attach(col: &mut Collector, root: &Sysroot, dir: &Path) {
     let Some(bpf) = col.bpf() else {
         return;
     };
-    let cal = cached_or_measure(bpf, root, dir, col.host()).map_err(|e| format!("{e:#}"));
+    let cal = cached_or_measure(bpf, root, dir, col.host());
     col.set_calibration(cal);
 }

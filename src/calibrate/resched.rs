@@ -84,17 +84,15 @@ impl Waker {
         // SAFETY: `raw` was just returned by the kernel (see above).
         let fd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
         let stop = Arc::new(AtomicBool::new(false));
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
         let thread = {
             let (fd, stop) = (fd.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("nettop-woken".into())
                 .spawn(move || {
                     let setup = pin(cpu)
-                        .map_err(|e| format!("pinning to CPU {cpu}: {e}"))
-                        .and_then(|()| {
-                            make_fifo().map_err(|e| format!("SCHED_FIFO (CAP_SYS_NICE?): {e}"))
-                        });
+                        .with_context(|| format!("pinning to CPU {cpu}"))
+                        .and_then(|()| make_fifo().context("SCHED_FIFO (CAP_SYS_NICE?)"));
                     let ok = setup.is_ok();
                     let _ = ready_tx.send(setup);
                     let mut w = Woken::default();
@@ -119,7 +117,7 @@ impl Waker {
             Ok(Ok(())) => Ok(waker),
             Ok(Err(e)) => {
                 waker.finish();
-                Err(anyhow!(e))
+                Err(e)
             }
             Err(_) => {
                 waker.finish();

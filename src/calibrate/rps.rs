@@ -80,7 +80,7 @@ impl LoopbackRps {
         netns::new_netns()
             .and_then(|()| netns::private_mounts())
             .and_then(|()| netns::mount_sysfs(std::path::Path::new("/sys")))
-            .map_err(|e| anyhow::anyhow!("the calibration's loopback namespace: {e}"))?;
+            .context("the calibration's loopback namespace")?;
         loopback_up()?;
         let path = "/sys/class/net/lo/queues/rx-0/rps_cpus";
         if !std::path::Path::new(path).exists() {

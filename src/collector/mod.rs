@@ -104,7 +104,7 @@ impl Collector {
                     "nettop runs in a child PID namespace: the task sampler sees host PIDs"
                         .to_string()
                 } else {
-                    format!("task sampler unavailable: {e}")
+                    format!("task sampler unavailable: {e:#}")
                 }
             }),
         };
@@ -142,7 +142,7 @@ impl Collector {
 
     /// The calibration table HIDDEN~ charges with, or why there is none.
     /// Without one nettop still runs, and the frames say why.
-    pub fn set_calibration(&mut self, cal: Result<Calibration, String>) {
+    pub fn set_calibration(&mut self, cal: Result<Calibration>) {
         match cal {
             Ok(c) => {
                 self.host.calibration = Some(c);
@@ -150,7 +150,7 @@ impl Collector {
             }
             Err(why) => {
                 self.host.calibration = None;
-                self.host.calibration_missing = why;
+                self.host.calibration_missing = format!("{why:#}");
             }
         }
     }

@@ -13,6 +13,7 @@
 //! Namespace: the dump lists the links of nettop's network namespace,
 //! sysfs those of the namespace /sys was mounted for (`crate::sys::rtnl`).
 
+use anyhow::{anyhow, bail};
 use netlink_packet_core::NlasIterator;
 use netlink_packet_route::link::Stats64;
 
@@ -34,15 +35,15 @@ const STATS64_USED: usize = 7 * 8;
 /// Only `IFLA_IFNAME` and `IFLA_STATS64` are looked at: decoding every
 /// attribute of a link (AF_SPEC, link info...) with `netlink-packet-route`
 /// would cost more than the kernel's work of building the dump.
-pub fn decode_link(payload: &[u8]) -> Result<RawDevice, String> {
+pub fn decode_link(payload: &[u8]) -> anyhow::Result<RawDevice> {
     let attrs = payload
         .get(IFINFOMSG..)
-        .ok_or_else(|| format!("{} bytes, shorter than ifinfomsg", payload.len()))?;
+        .ok_or_else(|| anyhow!("{} bytes, shorter than ifinfomsg", payload.len()))?;
     let ifindex = rtnl::payload_ifindex(payload);
     let mut name = None;
     let mut stats = None;
     for nla in NlasIterator::new(attrs) {
-        let nla = nla.map_err(|e| e.to_string())?;
+        let nla = nla.map_err(|e| anyhow!("{e}"))?;
         match nla.kind() {
             IFLA_IFNAME => {
                 let v = nla.value();
@@ -52,15 +53,15 @@ pub fn decode_link(payload: &[u8]) -> Result<RawDevice, String> {
             IFLA_STATS64 => {
                 let v = nla.value();
                 if v.len() < STATS64_USED {
-                    return Err(format!("IFLA_STATS64 of {} bytes", v.len()));
+                    bail!("IFLA_STATS64 of {} bytes", v.len());
                 }
-                stats = Some(Stats64::parse(v).map_err(|e| e.to_string())?);
+                stats = Some(Stats64::parse(v).map_err(|e| anyhow!("{e}"))?);
             }
             _ => {}
         }
     }
-    let name = name.ok_or("no IFLA_IFNAME")?;
-    let s = stats.ok_or_else(|| format!("{name}: no IFLA_STATS64"))?;
+    let name = name.ok_or_else(|| anyhow!("no IFLA_IFNAME"))?;
+    let s = stats.ok_or_else(|| anyhow!("{name}: no IFLA_STATS64"))?;
     Ok(RawDevice {
         name,
         ifindex: u32::try_from(ifindex).unwrap_or(0),
@@ -80,6 +81,15 @@ pub fn read_netlink() -> Result<(Vec<RawDevice>, Vec<String>), RtnlError> {
     let (mut devs, bad) = rtnl::dump_links(Stats::Include, decode_link)?;
     devs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((devs, bad))
+}
+
+/// Whether a namespace reader failed because the namespace's file is gone
+/// (the namespace went away since the list was made).
+fn is_not_found(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+    })
 }
 
 /// Device counters of one sample, and why they are incomplete or came from
@@ -207,9 +217,9 @@ impl OtherNamespaces {
                     out.devices.extend(devs);
                 }
                 // The namespace went away since the list was made.
-                Err(e) if e.contains("No such file") => gone = true,
+                Err(e) if is_not_found(&e) => gone = true,
                 Ok(Err(e)) => failed.push(format!("{}: {e}", f.info.name)),
-                Err(e) => failed.push(format!("{}: {e}", f.info.name)),
+                Err(e) => failed.push(format!("{}: {e:#}", f.info.name)),
             }
         }
         if gone {
@@ -247,6 +257,19 @@ impl OtherNamespaces {
 mod tests {
     use super::*;
     use crate::sys::rtnl::testing::{assert_never_panics, link, nla};
+
+    /// A namespace whose file vanished since the list was made reads as
+    /// gone (the list is redone), not as a failure; a refusal does not.
+    #[test]
+    fn a_vanished_namespace_is_gone_not_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = crate::sys::netns::with_netns_sockets(&dir.path().join("net"), || ()).unwrap_err();
+        assert!(is_not_found(&e), "{e:#}");
+        assert!(format!("{e:#}").contains("No such file"), "{e:#}");
+        let denied = anyhow::Error::new(std::io::Error::from_raw_os_error(libc::EPERM))
+            .context("setns(CLONE_NEWNET)");
+        assert!(!is_not_found(&denied));
+    }
 
     /// An RTM_NEWLINK payload as the kernel builds it: ifinfomsg, the name,
     /// an unrelated attribute (IFLA_MTU), then `rtnl_link_stats64` of
@@ -289,11 +312,13 @@ mod tests {
         assert!(
             decode_link(&payload(3, "x", None))
                 .unwrap_err()
+                .to_string()
                 .contains("no IFLA_STATS64")
         );
         assert!(
             decode_link(&payload(3, "x", Some(48)))
                 .unwrap_err()
+                .to_string()
                 .contains("48 bytes")
         );
         assert!(decode_link(&[0u8; 8]).is_err());

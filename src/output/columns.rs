@@ -548,11 +548,11 @@ impl From<ProcColumn> for String {
 }
 
 impl TryFrom<String> for ProcColumn {
-    type Error = String;
-    fn try_from(k: String) -> Result<Self, String> {
+    type Error = anyhow::Error;
+    fn try_from(k: String) -> anyhow::Result<Self> {
         ProcColumn::from_key(&k).ok_or_else(|| {
             let keys: Vec<&str> = P::ALL.iter().map(|c| c.key()).collect();
-            format!("unknown column '{k}' (columns: {})", keys.join(", "))
+            anyhow::anyhow!("unknown column '{k}' (columns: {})", keys.join(", "))
         })
     }
 }

@@ -82,7 +82,7 @@ fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> anyhow::Result<T> + Send) -> any
         .find(|n| n.info.name == ns)
         .ok_or_else(|| anyhow::anyhow!("network namespace {ns:?} is gone"))?;
     netns::with_netns(&found.path, f)
-        .map_err(|e| anyhow::anyhow!("entering network namespace {ns:?}: {e}"))?
+        .with_context(|| format!("entering network namespace {ns:?}"))?
 }
 
 /// The file's current value, trimmed, as the kernel prints it.

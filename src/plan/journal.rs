@@ -174,7 +174,7 @@ pub fn settle(revert_file: &Path, outcome: Outcome) {
     let res = safefile::replace(&path, &body, |old| {
         serde_json::from_slice::<Verdict>(old)
             .map(drop)
-            .map_err(|e| format!("not a verdict: {e}"))
+            .context("not a verdict")
     });
     if let Err(e) = res {
         log::warn!(

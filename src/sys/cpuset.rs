@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -20,14 +21,14 @@ impl CpuSet {
     }
 
     /// Parses a cpu list: "0-3,8,10-11", "" (empty), "0-7:2" stride form too.
-    pub fn parse_list(s: &str) -> Result<Self, String> {
+    pub fn parse_list(s: &str) -> anyhow::Result<Self> {
         let mut set = BTreeSet::new();
         for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (range, stride) = match part.split_once(':') {
                 Some((r, st)) => {
-                    let st: u32 = st.parse().map_err(|_| format!("bad stride in '{part}'"))?;
+                    let st: u32 = st.parse().map_err(|_| anyhow!("bad stride in '{part}'"))?;
                     if st == 0 {
-                        return Err(format!("zero stride in '{part}'"));
+                        bail!("zero stride in '{part}'");
                     }
                     (r, st)
                 }
@@ -41,7 +42,7 @@ impl CpuSet {
                 }
             };
             if a > b {
-                return Err(format!("descending range '{part}'"));
+                bail!("descending range '{part}'");
             }
             set.extend((a..=b).step_by(stride as usize));
         }
@@ -50,7 +51,7 @@ impl CpuSet {
 
     /// Parses a hex mask as the kernel prints it: comma-separated 32-bit
     /// words, most significant first ("00000000,0000000f").
-    pub fn parse_mask(s: &str) -> Result<Self, String> {
+    pub fn parse_mask(s: &str) -> anyhow::Result<Self> {
         let mut set = BTreeSet::new();
         let words: Vec<&str> = s.trim().split(',').collect();
         let n = words.len();
@@ -60,10 +61,10 @@ impl CpuSet {
                 continue;
             }
             let v = u32::from_str_radix(w, 16)
-                .map_err(|_| format!("bad hex mask word '{w}' in '{s}'"))?;
+                .map_err(|_| anyhow!("bad hex mask word '{w}' in '{s}'"))?;
             let base = ((n - 1 - i) as u32) * 32;
             if base >= MAX_CPU {
-                return Err(format!("mask '{s}' is too long"));
+                bail!("mask '{s}' is too long");
             }
             for bit in 0..32 {
                 if v & (1 << bit) != 0 {
@@ -154,13 +155,13 @@ impl CpuSet {
     }
 }
 
-fn parse_cpu(s: &str, part: &str) -> Result<u32, String> {
+fn parse_cpu(s: &str, part: &str) -> anyhow::Result<u32> {
     let c: u32 = s
         .trim()
         .parse()
-        .map_err(|_| format!("bad cpu number in '{part}'"))?;
+        .map_err(|_| anyhow!("bad cpu number in '{part}'"))?;
     if c >= MAX_CPU {
-        return Err(format!("cpu number {c} out of range in '{part}'"));
+        bail!("cpu number {c} out of range in '{part}'");
     }
     Ok(c)
 }
@@ -178,8 +179,8 @@ impl From<CpuSet> for String {
 }
 
 impl TryFrom<String> for CpuSet {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = anyhow::Error;
+    fn try_from(s: String) -> anyhow::Result<Self> {
         Self::parse_list(&s)
     }
 }

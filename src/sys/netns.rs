@@ -25,6 +25,7 @@ use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 
+use anyhow::{Context, anyhow};
 use serde::{Deserialize, Serialize};
 
 use crate::sys::sysroot::Sysroot;
@@ -311,7 +312,7 @@ pub fn enumerate_fixture(root: &Sysroot) -> Vec<(NetnsInfo, Sysroot)> {
 pub fn with_netns<T: Send>(
     path: &std::path::Path,
     f: impl FnOnce() -> T + Send,
-) -> Result<T, String> {
+) -> anyhow::Result<T> {
     on_ns_thread(path, enter, f)
 }
 
@@ -320,26 +321,28 @@ pub fn with_netns<T: Send>(
 /// never change namespace.
 fn on_ns_thread<T: Send>(
     path: &std::path::Path,
-    enter: fn(i32) -> Result<(), String>,
+    enter: fn(i32) -> anyhow::Result<()>,
     f: impl FnOnce() -> T + Send,
-) -> Result<T, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+) -> anyhow::Result<T> {
+    let file = std::fs::File::open(path).with_context(|| path.display().to_string())?;
     std::thread::scope(|s| {
         s.spawn(move || {
             enter(file.as_raw_fd())?;
             Ok(f())
         })
         .join()
-        .map_err(|_| "namespace reader thread panicked".to_string())?
+        .map_err(|_| anyhow!("namespace reader thread panicked"))?
     })
 }
 
-fn errno(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// The OS error of the call that just failed, kept as the source so a
+/// caller can still ask for its kind.
+fn errno(what: &str) -> anyhow::Error {
+    anyhow::Error::new(std::io::Error::last_os_error()).context(what.to_string())
 }
 
 /// The helper thread's setup; see the module comment.
-fn enter(fd: i32) -> Result<(), String> {
+fn enter(fd: i32) -> anyhow::Result<()> {
     private_mounts()?;
     enter_net(fd)?;
     // The old sysfs stays underneath; MNT_DETACH would need it idle.
@@ -353,7 +356,7 @@ fn enter(fd: i32) -> Result<(), String> {
 /// one sequence every "look at a namespace from a thread" path uses: the
 /// namespace readers here, the calibration's loopback namespace and the
 /// tests' fixtures.
-pub fn private_mounts() -> Result<(), String> {
+pub fn private_mounts() -> anyhow::Result<()> {
     // SAFETY: unshare(2) with flags only, on this thread.
     if unsafe { libc::unshare(libc::CLONE_FS | libc::CLONE_NEWNS) } != 0 {
         return Err(errno("unshare(CLONE_FS|CLONE_NEWNS)"));
@@ -377,9 +380,9 @@ pub fn private_mounts() -> Result<(), String> {
 
 /// Mounts a fresh sysfs at `at`: it shows the network namespace of the
 /// calling thread. Call after [`private_mounts`].
-pub fn mount_sysfs(at: &std::path::Path) -> Result<(), String> {
+pub fn mount_sysfs(at: &std::path::Path) -> anyhow::Result<()> {
     let target = CString::new(at.as_os_str().as_encoded_bytes())
-        .map_err(|e| format!("{}: {e}", at.display()))?;
+        .with_context(|| at.display().to_string())?;
     // SAFETY: NUL-terminated source, target and type alive for the call;
     // sysfs takes no data.
     let rc = unsafe {
@@ -398,7 +401,7 @@ pub fn mount_sysfs(at: &std::path::Path) -> Result<(), String> {
 }
 
 /// Moves the calling thread into a new, empty network namespace.
-pub fn new_netns() -> Result<(), String> {
+pub fn new_netns() -> anyhow::Result<()> {
     // SAFETY: unshare(2) with a flag only, on this thread.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
         return Err(errno("unshare(CLONE_NEWNET) (needs CAP_SYS_ADMIN)"));
@@ -411,12 +414,12 @@ pub fn new_netns() -> Result<(), String> {
 pub fn with_netns_sockets<T: Send>(
     path: &std::path::Path,
     f: impl FnOnce() -> T + Send,
-) -> Result<T, String> {
+) -> anyhow::Result<T> {
     on_ns_thread(path, enter_net, f)
 }
 
 /// `setns(CLONE_NEWNET)` only: this thread's sockets open in the namespace.
-pub fn enter_net(fd: i32) -> Result<(), String> {
+pub fn enter_net(fd: i32) -> anyhow::Result<()> {
     // SAFETY: setns(2) on this thread with an open nsfs descriptor.
     if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
         return Err(errno("setns(CLONE_NEWNET)"));

@@ -112,7 +112,7 @@ fn u16_at(b: &[u8], at: usize) -> Option<u16> {
 /// a panic.
 pub fn parse_chunk<T>(
     buf: &[u8],
-    decode: &mut impl FnMut(&[u8]) -> Result<T, String>,
+    decode: &mut impl FnMut(&[u8]) -> anyhow::Result<T>,
 ) -> Result<DumpChunk<T>, RtnlError> {
     let mut out = DumpChunk::default();
     let mut off = 0usize;
@@ -140,14 +140,17 @@ pub fn parse_chunk<T>(
         match ty {
             RTM_NEWLINK => {
                 let decoded = if payload.len() < IFINFOMSG {
-                    Err(format!("{} bytes, shorter than ifinfomsg", payload.len()))
+                    Err(anyhow::anyhow!(
+                        "{} bytes, shorter than ifinfomsg",
+                        payload.len()
+                    ))
                 } else {
                     decode(payload)
                 };
                 match decoded {
                     Ok(l) => out.links.push(l),
                     Err(e) => out.bad.push(format!(
-                        "undecodable link message (ifindex {}): {e}",
+                        "undecodable link message (ifindex {}): {e:#}",
                         payload_ifindex(payload)
                     )),
                 }
@@ -210,7 +213,7 @@ fn dump_once<T>(
     sock: &Socket,
     rx_size: usize,
     stats: Stats,
-    decode: &mut impl FnMut(&[u8]) -> Result<T, String>,
+    decode: &mut impl FnMut(&[u8]) -> anyhow::Result<T>,
 ) -> Result<(Vec<T>, Vec<String>), RtnlError> {
     let mut hdr = NetlinkHeader::default();
     hdr.flags = NLM_F_REQUEST | NLM_F_DUMP;
@@ -262,7 +265,7 @@ fn dump_once<T>(
 /// that could not be decoded.
 pub fn dump_links<T>(
     stats: Stats,
-    mut decode: impl FnMut(&[u8]) -> Result<T, String>,
+    mut decode: impl FnMut(&[u8]) -> anyhow::Result<T>,
 ) -> Result<(Vec<T>, Vec<String>), RtnlError> {
     // Dump datagrams are at most 32 KiB unless one link message alone is
     // bigger (many SR-IOV VFs); then the dump is redone with room for it on
@@ -350,9 +353,9 @@ mod tests {
     use super::testing::{assert_never_panics, ifinfo, msg};
     use super::*;
 
-    fn index_decoder(p: &[u8]) -> Result<i32, String> {
+    fn index_decoder(p: &[u8]) -> anyhow::Result<i32> {
         match payload_ifindex(p) {
-            99 => Err("bad link".into()),
+            99 => Err(anyhow::anyhow!("bad link")),
             i => Ok(i),
         }
     }

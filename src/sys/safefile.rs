@@ -398,7 +398,7 @@ fn via_temp(
 pub fn replace(
     path: &Path,
     bytes: &[u8],
-    understood: impl FnOnce(&[u8]) -> Result<(), String>,
+    understood: impl FnOnce(&[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let shown = path.display();
     check_path(path)?;
@@ -427,7 +427,7 @@ pub fn replace(
                 }
                 understood(&old).map_err(|why| {
                     anyhow::anyhow!(
-                        "{shown} is not a file nettop can read as its own ({why}); not replaced \
+                        "{shown} is not a file nettop can read as its own ({why:#}); not replaced \
                          (move it away, or give another path)"
                     )
                 })?;
@@ -577,7 +577,7 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn anything(_: &[u8]) -> Result<(), String> {
+    fn anything(_: &[u8]) -> anyhow::Result<()> {
         Ok(())
     }
 
@@ -612,7 +612,10 @@ mod tests {
 
         let e = format!(
             "{:#}",
-            replace(&victim, b"new", |_| Err("line 1: not TOML".into())).unwrap_err()
+            replace(&victim, b"new", |_| Err(anyhow::anyhow!(
+                "line 1: not TOML"
+            )))
+            .unwrap_err()
         );
         assert!(e.contains("(line 1: not TOML); not replaced"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");

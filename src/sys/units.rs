@@ -7,6 +7,10 @@
 //! Sizes are parse-size's grammar (`100M`, `1GB`, `512KiB`, `1.5G`, plain
 //! bytes), read as binary: `1G` and `1GB` are both 2^30, as systemd, atop
 //! and the kernel's own "1G" mean it.
+//!
+//! Errors are plain `String`s: the parsers stand behind clap's value
+//! parsers, which show the message as it is; the config file and the `T`
+//! prompt wrap the same message.
 
 use std::time::Duration;
 

@@ -27,6 +27,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::Nic;
@@ -296,8 +297,8 @@ fn support(r: &std::io::Error) -> Support {
 
 /// Reads one device's RSS table and rules. Never fails: each part says
 /// whether the device supports it.
-pub fn read_device(dev: &str) -> Result<Steering, String> {
-    let e = Ethtool::open().map_err(|e| format!("ethtool socket: {e}"))?;
+pub fn read_device(dev: &str) -> anyhow::Result<Steering> {
+    let e = Ethtool::open().context("ethtool socket")?;
     let mut st = Steering {
         driver: e.driver(dev).ok().filter(|d| !d.is_empty()),
         rx_rings: e.rx_rings(dev).ok(),
@@ -442,7 +443,7 @@ pub(super) fn fill(root: &Sysroot, nics: &mut [Nic], notes: &mut Vec<String>) {
                 nic.steering = Some(s);
             }
             Err(e) => {
-                notes.push(format!("RSS and flow rules unknown: {e}"));
+                notes.push(format!("RSS and flow rules unknown: {e:#}"));
                 return;
             }
         }
@@ -523,7 +524,7 @@ mod tests {
     fn live_loopback_is_not_supported() {
         let st = match read_device("lo") {
             Ok(s) => s,
-            Err(e) => panic!("{e}"),
+            Err(e) => panic!("{e:#}"),
         };
         assert_eq!(st.rss, Support::NotSupported, "{st:?}");
         // GDRVINFO answers for every device; loopback has no driver name

@@ -215,9 +215,8 @@ fn load_sysfs(root: &Sysroot) -> anyhow::Result<Cpus> {
                     .unwrap_or_default();
             numa_nodes.push(NumaNode {
                 node: n,
-                cpus: CpuSet::parse_list(&list).map_err(|err| {
-                    anyhow::anyhow!("{}: {err}", e.path().join("cpulist").display())
-                })?,
+                cpus: CpuSet::parse_list(&list)
+                    .with_context(|| e.path().join("cpulist").display().to_string())?,
                 memory_bytes: None,
             });
         }

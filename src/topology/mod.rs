@@ -36,6 +36,8 @@ pub use xdp::XdpProg;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
+
 use crate::sample::RawTask;
 use crate::sys::cpuset::CpuSet;
 use crate::sys::netns;
@@ -191,7 +193,7 @@ fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTo
             read(&live, "/proc/thread-self/net", &name, &irqs)
         }) {
             Ok(r) => merge(found.info, r, topo),
-            Err(e) => failed.push(format!("{name}: {e}")),
+            Err(e) => failed.push(format!("{name}: {e:#}")),
         }
     }
     let denied = failed
@@ -232,11 +234,10 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     topo.notes.extend(cpus.notes);
 
     topo.online = match root.read_opt("/sys/devices/system/cpu/online") {
-        Some(s) => CpuSet::parse_list(&s).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: {e}",
-                root.path("/sys/devices/system/cpu/online").display()
-            )
+        Some(s) => CpuSet::parse_list(&s).with_context(|| {
+            root.path("/sys/devices/system/cpu/online")
+                .display()
+                .to_string()
         })?,
         None => {
             topo.notes.push(

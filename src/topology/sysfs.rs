@@ -2,13 +2,15 @@
 
 use std::collections::BTreeMap;
 
+use anyhow::Context;
+
 use super::hw::NicLocality;
 use super::{HostConfig, Irq, IrqBalance, Nic, RxQueue, TxQueue, XdpMode};
 use crate::sys::cpuset::CpuSet;
 use crate::sys::sysroot::Sysroot;
 
 fn parse_list_at(root: &Sysroot, abs: &str, s: &str) -> anyhow::Result<CpuSet> {
-    CpuSet::parse_list(s).map_err(|e| anyhow::anyhow!("{}: {e}", root.path(abs).display()))
+    CpuSet::parse_list(s).with_context(|| root.path(abs).display().to_string())
 }
 
 /// `isolcpus=` takes optional flags before the list ("managed_irq,domain,2-5").
@@ -70,11 +72,10 @@ pub(super) fn load_host(root: &Sysroot, notes: &mut Vec<String>) -> anyhow::Resu
     h.default_smp_affinity = root
         .read_opt("/proc/irq/default_smp_affinity")
         .map(|s| {
-            CpuSet::parse_mask(&s).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: {e}",
-                    root.path("/proc/irq/default_smp_affinity").display()
-                )
+            CpuSet::parse_mask(&s).with_context(|| {
+                root.path("/proc/irq/default_smp_affinity")
+                    .display()
+                    .to_string()
             })
         })
         .transpose()?;
@@ -319,7 +320,7 @@ pub(super) fn load_nics(
                 let f = format!("{base}/queues/{q}/rps_cpus");
                 let rps_cpus = match root.read_opt(&f) {
                     Some(s) => CpuSet::parse_mask(&s)
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", root.path(&f).display()))?,
+                        .with_context(|| root.path(&f).display().to_string())?,
                     None => CpuSet::new(),
                 };
                 nic.rx_queues.push(RxQueue { queue: i, rps_cpus });
@@ -328,8 +329,7 @@ pub(super) fn load_nics(
                 let xps_cpus = root
                     .read_opt(&f)
                     .map(|s| {
-                        CpuSet::parse_mask(&s)
-                            .map_err(|e| anyhow::anyhow!("{}: {e}", root.path(&f).display()))
+                        CpuSet::parse_mask(&s).with_context(|| root.path(&f).display().to_string())
                     })
                     .transpose()?;
                 nic.tx_queues.push(TxQueue { queue: i, xps_cpus });

@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use anyhow::{anyhow, bail};
 use netlink_packet_core::Parseable;
 use netlink_packet_route::link::{LinkAttribute, LinkMessage, LinkXdp as NlXdp, XdpAttached};
 use serde::{Deserialize, Serialize};
@@ -148,10 +149,10 @@ pub type DumpChunk = rtnl::DumpChunk<LinkXdpState>;
 
 /// XDP state of one `RTM_NEWLINK` payload, decoded with
 /// `netlink-packet-route`.
-fn decode(payload: &[u8]) -> Result<LinkXdpState, String> {
+fn decode(payload: &[u8]) -> anyhow::Result<LinkXdpState> {
     LinkMessage::parse(payload)
         .map(|m| link_state(&m))
-        .map_err(|e| e.to_string())
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// Parses the netlink messages of one datagram. Bounds-checked: lengths
@@ -171,21 +172,21 @@ pub fn read_links() -> Result<(Vec<LinkXdpState>, Vec<String>), XdpError> {
 /// (`none`, `generic`, `native`, `offload`, `unknown`), then optionally
 /// program ids, either bare (`generic 42`, attached in the summary mode) or
 /// `MODE:ID` (`native native:7 offload:9`) when several are attached.
-pub fn parse_fixture(text: &str) -> Result<(XdpMode, Vec<XdpProg>), String> {
-    fn mode(s: &str) -> Result<XdpMode, String> {
+pub fn parse_fixture(text: &str) -> anyhow::Result<(XdpMode, Vec<XdpProg>)> {
+    fn mode(s: &str) -> anyhow::Result<XdpMode> {
         match s {
             "none" => Ok(XdpMode::None),
             "generic" | "skb" => Ok(XdpMode::Generic),
             "native" | "drv" => Ok(XdpMode::Native),
             "offload" | "hw" => Ok(XdpMode::Offload),
             "unknown" => Ok(XdpMode::Unknown),
-            other => Err(format!(
+            other => bail!(
                 "unknown XDP mode {other:?} (expected none, generic, native, offload or unknown)"
-            )),
+            ),
         }
     }
     let mut it = text.split_whitespace();
-    let summary = mode(it.next().ok_or("empty file")?)?;
+    let summary = mode(it.next().ok_or_else(|| anyhow!("empty file"))?)?;
     let mut progs = Vec::new();
     for tok in it {
         let (m, id) = match tok.split_once(':') {
@@ -194,11 +195,9 @@ pub fn parse_fixture(text: &str) -> Result<(XdpMode, Vec<XdpProg>), String> {
         };
         let id: u32 = id
             .parse()
-            .map_err(|_| format!("bad program id {id:?} in {tok:?}"))?;
+            .map_err(|_| anyhow!("bad program id {id:?} in {tok:?}"))?;
         if matches!(m, XdpMode::None | XdpMode::Unknown) {
-            return Err(format!(
-                "program {tok:?} needs a generic, native or offload mode"
-            ));
+            bail!("program {tok:?} needs a generic, native or offload mode");
         }
         progs.push(XdpProg { mode: m, id });
     }
@@ -412,20 +411,20 @@ mod tests {
     #[test]
     fn fixture_format() {
         use XdpMode::*;
-        assert_eq!(parse_fixture("none\n"), Ok((None, vec![])));
+        assert_eq!(parse_fixture("none\n").unwrap(), (None, vec![]));
         assert_eq!(
-            parse_fixture("generic 42"),
-            Ok((
+            parse_fixture("generic 42").unwrap(),
+            (
                 Generic,
                 vec![XdpProg {
                     mode: Generic,
                     id: 42
                 }]
-            ))
+            )
         );
         assert_eq!(
-            parse_fixture("native native:7 offload:9"),
-            Ok((
+            parse_fixture("native native:7 offload:9").unwrap(),
+            (
                 Native,
                 vec![
                     XdpProg {
@@ -437,11 +436,21 @@ mod tests {
                         id: 9
                     }
                 ]
-            ))
+            )
         );
         assert!(parse_fixture("").is_err());
-        assert!(parse_fixture("turbo").unwrap_err().contains("turbo"));
-        assert!(parse_fixture("native x").unwrap_err().contains("\"x\""));
+        assert!(
+            parse_fixture("turbo")
+                .unwrap_err()
+                .to_string()
+                .contains("turbo")
+        );
+        assert!(
+            parse_fixture("native x")
+                .unwrap_err()
+                .to_string()
+                .contains("\"x\"")
+        );
         assert!(parse_fixture("native none:3").is_err());
     }
 

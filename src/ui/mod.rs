@@ -135,7 +135,7 @@ pub fn terminal_hung_up() -> bool {
     term::hung_up()
 }
 
-fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
+fn apply(app: &mut App, msg: Msg) -> anyhow::Result<()> {
     match msg {
         Msg::Frame(f) => app.push_frame(*f),
         Msg::Replay {
@@ -170,7 +170,7 @@ fn apply(app: &mut App, msg: Msg) -> Result<(), String> {
         }
         Msg::PlanRun(r) => app.set_plan_run(r),
         Msg::Warn(w) => app.message = Some(w),
-        Msg::Fatal(e) => return Err(e),
+        Msg::Fatal(e) => return Err(anyhow::Error::msg(e)),
     }
     Ok(())
 }
@@ -209,7 +209,7 @@ fn event_loop(
         loop {
             match rx.try_recv() {
                 Ok(m) => {
-                    apply(app, m).map_err(|e| anyhow::anyhow!(e))?;
+                    apply(app, m)?;
                     dirty = true;
                 }
                 Err(TryRecvError::Empty) => break,

@@ -317,14 +317,14 @@ fn in_netns_inner<T: Send>(
     std::thread::scope(|s| {
         let h = s.spawn(|| -> Result<T, String> {
             let fd = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-            nettop::sys::netns::enter_net(fd.as_raw_fd()).map_err(|e| format!("{path}: {e}"))?;
+            nettop::sys::netns::enter_net(fd.as_raw_fd()).map_err(|e| format!("{path}: {e:#}"))?;
             let Some(dir) = sysfs_dir else {
                 return Ok(f(None));
             };
             // The crate's one sequence: a private mount table for this
             // thread, then a sysfs that shows `ns`.
-            nettop::sys::netns::private_mounts()?;
-            nettop::sys::netns::mount_sysfs(&dir.join("sys"))?;
+            nettop::sys::netns::private_mounts().map_err(|e| format!("{e:#}"))?;
+            nettop::sys::netns::mount_sysfs(&dir.join("sys")).map_err(|e| format!("{e:#}"))?;
             let target = CString::new(dir.join("sys").to_string_lossy().into_owned())
                 .map_err(|e| e.to_string())?;
             let out = f(Some(dir));

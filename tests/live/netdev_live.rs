@@ -247,7 +247,7 @@ fn cost_1000_veths() {
         assert_eq!(sandwich(&root).len(), n);
         let full = || {
             rtnl::dump_links(Stats::Include, |p| {
-                LinkMessage::parse(p).map_err(|e| e.to_string())
+                LinkMessage::parse(p).map_err(|e| anyhow::anyhow!("{e}"))
             })
             .unwrap()
         };

@@ -425,3 +425,155 @@ fn the_checker_sees_references() {
     assert_eq!(ranks["top"], 0);
     assert_eq!(ranks["high"], 1);
 }
+
+/// The files where an error may be a bare `String`, and why: only where the
+/// message itself is the value and nothing propagates further (see
+/// "Errors" in docs/ARCHITECTURE.md). Everywhere else an error is an
+/// `anyhow::Error`, or a `thiserror` enum where a caller matches on it.
+const STRING_ERRORS: &[(&str, &str)] = &[
+    (
+        "app/cli.rs",
+        "clap value parsers, and `Cli::check` whose message becomes clap's error",
+    ),
+    (
+        "app/config.rs",
+        "the `W` hook: its answer is the status line",
+    ),
+    (
+        "app/tui/mod.rs",
+        "the `k`/`r`/`a` hook: its answer is the status line",
+    ),
+    (
+        "metrics/openmetrics/select.rs",
+        "`resolve`, the `--metrics-exclude` value parser",
+    ),
+    (
+        "record/retention.rs",
+        "the `--keep` and `--keep-for` value parsers",
+    ),
+    (
+        "sys/units.rs",
+        "the duration, time and size parsers behind clap's value parsers and `T`",
+    ),
+    (
+        "ui/control.rs",
+        "a control's answer, shown on the status line",
+    ),
+    ("ui/mod.rs", "the hooks' answers, shown on the status line"),
+    (
+        "ui/prompt.rs",
+        "the `T` prompt's validator, shown on the status line",
+    ),
+];
+
+/// The error types `code` gives as a bare `String`: `Result<…, String>`
+/// (nested generics allowed) and `type Error = String`.
+fn string_errors(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = code.as_bytes();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("Result<").map(|k| from + k) {
+        from = at + "Result<".len();
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+            continue;
+        }
+        // The generic arguments up to the matching '>' ("->" is no bracket).
+        let (mut depth, mut last_comma, mut end) = (1usize, None, None);
+        for (k, &c) in b.iter().enumerate().skip(from) {
+            match c {
+                b'<' => depth += 1,
+                b'>' if b[k - 1] != b'-' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(k);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => last_comma = Some(k),
+                _ => {}
+            }
+        }
+        if let (Some(comma), Some(end)) = (last_comma, end)
+            && code[comma + 1..end].trim() == "String"
+        {
+            out.push(
+                code[at..=end]
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+        }
+    }
+    if code.contains("type Error = String") {
+        out.push("type Error = String".into());
+    }
+    out
+}
+
+/// Files with `String` errors outside [`STRING_ERRORS`], and entries of it
+/// that no longer have any.
+fn string_error_report(src: &Path) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut seen = BTreeSet::new();
+    for file in module_files(src).values() {
+        let rel = file
+            .strip_prefix(src)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .into_owned();
+        let found = string_errors(&code_of(&std::fs::read_to_string(file).unwrap_or_default()));
+        if found.is_empty() {
+            continue;
+        }
+        seen.insert(rel.clone());
+        if !STRING_ERRORS.iter().any(|(f, _)| *f == rel) {
+            bad.push(format!(
+                "src/{rel}: {} (use anyhow::Result, or a thiserror enum if a caller matches on \
+                 the kind; a String error is only for a message that is itself the value)",
+                found.join("; ")
+            ));
+        }
+    }
+    for (f, why) in STRING_ERRORS {
+        if !seen.contains(*f) {
+            bad.push(format!(
+                "src/{f} ({why}) has no String error any more: drop it from the list"
+            ));
+        }
+    }
+    bad
+}
+
+#[test]
+fn string_errors_only_where_the_message_is_the_value() {
+    let bad = string_error_report(&src());
+    assert!(
+        bad.is_empty(),
+        "String errors out of place:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The scanner finds what it is for: nested generics, `type Error`, and
+/// nothing in comments, strings or tests.
+#[test]
+fn the_string_error_scanner_sees_them() {
+    let found = |s: &str| string_errors(&code_of(s));
+    assert_eq!(
+        found("fn f() -> Result<Vec<(u32, u64)>, String> {}"),
+        ["Result<Vec<(u32, u64)>, String>"]
+    );
+    assert_eq!(
+        found("impl TryFrom<String> for X { type Error = String; }"),
+        ["type Error = String"]
+    );
+    assert_eq!(
+        found("fn f(g: impl Fn() -> Result<(), String>) {}"),
+        ["Result<(), String>"]
+    );
+    assert!(found("fn f() -> anyhow::Result<String> {}").is_empty());
+    assert!(found("fn f() -> Result<String, io::Error> {}").is_empty());
+    assert!(found("fn f() -> Result<(), MyError<String>> {}").is_empty());
+    assert!(found("// Result<(), String>\nfn f() { g(\"Result<(), String>\") }").is_empty());
+    assert!(found("#[cfg(test)]\nmod tests { fn f() -> Result<(), String> {} }").is_empty());
+}

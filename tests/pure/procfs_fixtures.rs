@@ -136,7 +136,9 @@ fn softnet_without_cpu_column_maps_rows_to_online_cpus() {
 
 #[test]
 fn softnet_garbage_is_an_error_naming_the_problem() {
-    let e = procfiles::parse_softnet("0000000z 1 2\n", None).unwrap_err();
+    let e = procfiles::parse_softnet("0000000z 1 2\n", None)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("0000000z"), "{e}");
     let online = nettop::sys::cpuset::CpuSet::parse_list("0").unwrap();
     assert!(procfiles::parse_softnet("1 2 3\n1 2 3\n", Some(&online)).is_err());

@@ -106,15 +106,16 @@ impl Applying {
         live: &LiveFrames,
         window: Duration,
         state_dir: &Path,
-    ) -> Result<Applying, String> {
-        let place =
-            |e: anyhow::Error| format!("{e:#} (nothing written; --state-dir picks another place)");
+    ) -> anyhow::Result<Applying> {
+        let place = |e: anyhow::Error| {
+            anyhow::anyhow!("{e:#} (nothing written; --state-dir picks another place)")
+        };
         revert::check_state_dir(state_dir, true).map_err(place)?;
-        let lock = journal::lock(state_dir).map_err(|e| format!("{e:#}"))?;
-        journal::clear_for_apply(state_dir, false).map_err(|e| format!("{e:#}"))?;
-        let entries = steps::entries(&plan).map_err(|e| format!("{e:#}"))?;
+        let lock = journal::lock(state_dir)?;
+        journal::clear_for_apply(state_dir, false)?;
+        let entries = steps::entries(&plan)?;
         if entries.is_empty() {
-            return Err("nothing to apply".into());
+            anyhow::bail!("nothing to apply");
         }
         let rf = RevertFile::new(entries);
         let path = revert::write(state_dir, &rf).map_err(place)?;

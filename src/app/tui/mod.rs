@@ -171,7 +171,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<(Channels, Ended)> {
                         let started = if ui_threads {
                             Ok(())
                         } else {
-                            live.set_threads(true).map_err(|e| format!("{e:#}"))
+                            live.set_threads(true)
                         };
                         let run = started.and_then(|()| {
                             apply::Applying::start(*plan, &live, window, &state_dir)
@@ -182,7 +182,7 @@ fn start_live(cli: &Cli) -> anyhow::Result<(Channels, Ended)> {
                                 applying = Some(a);
                                 p
                             }
-                            Err(e) => apply::failed(&e),
+                            Err(e) => apply::failed(&format!("{e:#}")),
                         };
                         if data_tx.send(Msg::PlanRun(news)).is_err() {
                             return;

@@ -152,11 +152,11 @@ impl BpfCollector {
     }
 
     /// Whether tasks come from the in-kernel sampler, and if not, why.
-    pub fn sampler_status(&self) -> Result<(), String> {
+    pub fn sampler_status(&self) -> Result<()> {
         match (&self.sampler, &self.sampler_error) {
             (Some(_), _) => Ok(()),
-            (None, Some(e)) => Err(e.clone()),
-            (None, None) => Err("not loaded".into()),
+            (None, Some(e)) => Err(anyhow::Error::msg(e.clone())),
+            (None, None) => Err(anyhow::anyhow!("not loaded")),
         }
     }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
 use super::task::find_ksoftirqd;
 use crate::sample::{CpuTimes, RawCpu, RawDevice, RawTask, Softnet};
@@ -19,10 +19,10 @@ pub fn read_cpu_times(root: &Sysroot) -> Result<Vec<(u32, CpuTimes)>> {
     let text = root
         .read("/proc/stat")
         .with_context(|| format!("reading {}", path.display()))?;
-    parse_proc_stat(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+    parse_proc_stat(&text).with_context(|| path.display().to_string())
 }
 
-pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
+pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>> {
     let mut out = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("cpu") else {
@@ -34,13 +34,13 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<(u32, CpuTimes)>, String> {
         }
         let mut it = rest.split_ascii_whitespace();
         let Some(Ok(cpu)) = it.next().map(str::parse::<u32>) else {
-            return Err(format!("bad cpu line '{line}'"));
+            bail!("bad cpu line '{line}'");
         };
         let mut v = [0u64; 10];
         for (slot, s) in v.iter_mut().zip(it) {
             *slot = s
                 .parse()
-                .map_err(|_| format!("bad number '{s}' in '{line}'"))?;
+                .map_err(|_| anyhow!("bad number '{s}' in '{line}'"))?;
         }
         out.push((
             cpu,
@@ -66,7 +66,7 @@ fn read_cpu_list(root: &Sysroot, abs: &str) -> Result<CpuSet> {
     let text = root
         .read(abs)
         .with_context(|| format!("reading {}", path.display()))?;
-    CpuSet::parse_list(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+    CpuSet::parse_list(&text).with_context(|| path.display().to_string())
 }
 
 /// `/sys/devices/system/cpu/online`.
@@ -90,10 +90,10 @@ pub fn read_softnet(root: &Sysroot) -> Result<Vec<(u32, Softnet)>> {
     } else {
         None
     };
-    parse_softnet(&text, online.as_ref()).map_err(|e| anyhow!("{}: {e}", path.display()))
+    parse_softnet(&text, online.as_ref()).with_context(|| path.display().to_string())
 }
 
-pub fn parse_softnet(text: &str, online: Option<&CpuSet>) -> Result<Vec<(u32, Softnet)>, String> {
+pub fn parse_softnet(text: &str, online: Option<&CpuSet>) -> Result<Vec<(u32, Softnet)>> {
     let mut online_iter = online
         .map(|o| o.iter().collect::<Vec<_>>())
         .unwrap_or_default()
@@ -102,18 +102,18 @@ pub fn parse_softnet(text: &str, online: Option<&CpuSet>) -> Result<Vec<(u32, So
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let cols: Vec<u64> = line
             .split_ascii_whitespace()
-            .map(|s| u64::from_str_radix(s, 16).map_err(|_| format!("bad hex '{s}' in '{line}'")))
+            .map(|s| u64::from_str_radix(s, 16).map_err(|_| anyhow!("bad hex '{s}' in '{line}'")))
             .collect::<Result<_, _>>()?;
         if cols.len() < 3 {
-            return Err(format!("too few columns in '{line}'"));
+            bail!("too few columns in '{line}'");
         }
         let col = |i: usize| cols.get(i).copied().unwrap_or(0);
         let cpu = if cols.len() >= 13 {
-            u32::try_from(col(12)).map_err(|_| format!("cpu index out of range in '{line}'"))?
+            u32::try_from(col(12)).map_err(|_| anyhow!("cpu index out of range in '{line}'"))?
         } else {
             online_iter
                 .next()
-                .ok_or_else(|| format!("more rows than online CPUs at '{line}'"))?
+                .ok_or_else(|| anyhow!("more rows than online CPUs at '{line}'"))?
         };
         out.push((
             cpu,

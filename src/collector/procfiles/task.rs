@@ -9,7 +9,7 @@ use std::io;
 use std::path::Path;
 
 use ::procfs::FromRead;
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::sample::{RawTask, TaskMem};
 use crate::sys::cpuset::live_affinity;
@@ -62,36 +62,40 @@ pub struct StatFields {
 /// Parses a `stat` line. `comm` may contain spaces and ')' (a process can
 /// name itself anything), so it is everything between the first '(' and the
 /// LAST ')'; the numeric fields follow.
-pub fn parse_stat(text: &str) -> Result<StatFields, String> {
-    let open = text.find('(').ok_or("no '(' before comm")?;
-    let close = text.rfind(')').ok_or("no ')' after comm")?;
+pub fn parse_stat(text: &str) -> Result<StatFields> {
+    let open = text
+        .find('(')
+        .ok_or_else(|| anyhow!("no '(' before comm"))?;
+    let close = text
+        .rfind(')')
+        .ok_or_else(|| anyhow!("no ')' after comm"))?;
     if close < open {
-        return Err("')' before '('".into());
+        bail!("')' before '('");
     }
     let comm = text[open + 1..close].to_string();
     // rest[0] is field 3 (state), so field N is rest[N - 3].
     let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
-    let field = |n: usize| -> Result<u64, String> {
+    let field = |n: usize| -> Result<u64> {
         let s = rest
             .get(n - 3)
-            .ok_or_else(|| format!("field {n} missing"))?;
+            .ok_or_else(|| anyhow!("field {n} missing"))?;
         // Signed fields (priority, nice) are never read; the ones we read are
         // unsigned, but tolerate a stray sign rather than fail a whole sample.
         s.parse::<u64>()
             .or_else(|_| s.parse::<i64>().map(|v| v.max(0) as u64))
-            .map_err(|_| format!("field {n} '{s}' is not a number"))
+            .map_err(|_| anyhow!("field {n} '{s}' is not a number"))
     };
-    let signed = |n: usize| -> Result<i32, String> {
+    let signed = |n: usize| -> Result<i32> {
         let s = rest
             .get(n - 3)
-            .ok_or_else(|| format!("field {n} missing"))?;
+            .ok_or_else(|| anyhow!("field {n} missing"))?;
         s.parse::<i32>()
-            .map_err(|_| format!("field {n} '{s}' is not a number"))
+            .map_err(|_| anyhow!("field {n} '{s}' is not a number"))
     };
     let state = rest
         .first()
         .and_then(|s| s.chars().next())
-        .ok_or("state missing")?;
+        .ok_or_else(|| anyhow!("state missing"))?;
     Ok(StatFields {
         comm,
         state,
@@ -113,12 +117,12 @@ pub fn parse_stat(text: &str) -> Result<StatFields, String> {
 /// threads, zombies), which reads as all zeros. Only the first three
 /// numbers are needed, so this is ours: the `procfs` crate's parser
 /// requires all seven.
-pub fn parse_statm(text: &str, page_size: u64) -> Result<Option<TaskMem>, String> {
+pub fn parse_statm(text: &str, page_size: u64) -> Result<Option<TaskMem>> {
     let mut it = text.split_ascii_whitespace();
-    let mut next = |what: &str| -> Result<u64, String> {
-        let s = it.next().ok_or_else(|| format!("{what} missing"))?;
+    let mut next = |what: &str| -> Result<u64> {
+        let s = it.next().ok_or_else(|| anyhow!("{what} missing"))?;
         s.parse::<u64>()
-            .map_err(|_| format!("{what} '{s}' is not a number"))
+            .map_err(|_| anyhow!("{what} '{s}' is not a number"))
     };
     let (size, resident, shared) = (next("size")?, next("resident")?, next("shared")?);
     if size == 0 {
@@ -143,11 +147,11 @@ pub fn page_size() -> u64 {
 /// `schedstat` ("sum_exec_runtime run_delay timeslices") through the
 /// `procfs` crate's parser: `(on-CPU ns, run-delay ns)`. Its error text is
 /// an internal-unwrap message, so ours names what the file held instead.
-pub fn parse_schedstat(bytes: &[u8]) -> Result<(u64, u64), String> {
+pub fn parse_schedstat(bytes: &[u8]) -> Result<(u64, u64)> {
     ::procfs::process::Schedstat::from_read(bytes)
         .map(|s| (s.sum_exec_runtime, s.run_delay))
         .map_err(|_| {
-            format!(
+            anyhow!(
                 "expected three numbers, got '{}'",
                 String::from_utf8_lossy(bytes).trim()
             )
@@ -210,13 +214,14 @@ fn read_one_task(
         return Err(TaskErr::Vanished);
     }
     let st = parse_stat(&String::from_utf8_lossy(buf))
-        .map_err(|e| TaskErr::Other(anyhow!("{}: {e}", p.display())))?;
+        .with_context(|| p.display().to_string())
+        .map_err(TaskErr::Other)?;
 
     let p = dir.join("schedstat");
     let (on_cpu_ns, run_delay_ns) = match read_into(&p, buf) {
-        Ok(()) => {
-            parse_schedstat(buf).map_err(|e| TaskErr::Other(anyhow!("{}: {e}", p.display())))?
-        }
+        Ok(()) => parse_schedstat(buf)
+            .with_context(|| p.display().to_string())
+            .map_err(TaskErr::Other)?,
         // Kernels without CONFIG_SCHED_INFO have no schedstat at all: that
         // is not a vanished task as long as the task directory is still there.
         Err(e) if e.kind() == io::ErrorKind::NotFound && dir.join("stat").exists() => (0, 0),
@@ -303,7 +308,7 @@ fn read_process(
         let p = proc_dir.join(pid.to_string()).join("statm");
         let mem = match read_into(&p, buf) {
             Ok(()) => parse_statm(&String::from_utf8_lossy(buf), page_size())
-                .map_err(|e| anyhow!("{}: {e}", p.display()))?,
+                .with_context(|| p.display().to_string())?,
             Err(e) if is_vanished(&e) => None,
             Err(e) => return Err(anyhow!(e).context(format!("reading {}", p.display()))),
         };
@@ -480,9 +485,11 @@ mod tests {
             (m.virt, m.res, m.shr),
             (5000 * 4096, 300 * 4096, 120 * 4096)
         );
-        assert_eq!(parse_statm("0 0 0 0 0 0 0\n", 4096), Ok(None));
-        assert!(parse_statm("12 x 3", 4096).unwrap_err().contains("'x'"));
-        assert!(parse_statm("12", 4096).unwrap_err().contains("missing"));
+        assert_eq!(parse_statm("0 0 0 0 0 0 0\n", 4096).unwrap(), None);
+        let e = parse_statm("12 x 3", 4096).unwrap_err().to_string();
+        assert!(e.contains("'x'"), "{e}");
+        let e = parse_statm("12", 4096).unwrap_err().to_string();
+        assert!(e.contains("missing"), "{e}");
     }
 
     #[test]
@@ -494,11 +501,11 @@ mod tests {
     #[test]
     fn schedstat_through_procfs_crate() {
         assert_eq!(
-            parse_schedstat(b"70000000 5000 42\n"),
-            Ok((70_000_000, 5000))
+            parse_schedstat(b"70000000 5000 42\n").unwrap(),
+            (70_000_000, 5000)
         );
         let e = parse_schedstat(b"12 x 3\n").unwrap_err();
-        assert!(e.contains("'12 x 3'"), "{e}");
+        assert!(e.to_string().contains("'12 x 3'"), "{e}");
         assert!(parse_schedstat(b"").is_err());
     }
 

@@ -49,7 +49,8 @@ pub fn names() -> Vec<&'static str> {
 /// The families one `--metrics-exclude` value names: a preset, a family
 /// name (`nettop_cpu_seconds`) or the name its samples carry
 /// (`nettop_cpu_seconds_total`, `nettop_host_info`), as Prometheus shows
-/// them. An unknown name is an error that lists the valid ones.
+/// them. An unknown name is an error that lists the valid ones: a `String`,
+/// since it is clap's `--metrics-exclude` value parser's message as well.
 pub fn resolve(arg: &str) -> Result<Vec<&'static str>, String> {
     let arg = arg.trim();
     if let Some(p) = PRESETS.iter().find(|p| p.name == arg) {
