@@ -27,7 +27,7 @@ cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items
 cargo test --doc 2>&1 | tee "$log"
-cargo test --all-targets 2>&1 | tee -a "$log"
+cargo test --all-targets --no-fail-fast 2>&1 | tee -a "$log"
 set +x
 
 # One closing line over every test binary (cargo prints one per binary;

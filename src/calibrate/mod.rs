@@ -139,11 +139,13 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
 }
 
 /// Measures now, on CPUs chosen on this host. A measurement the host
-/// disturbed ([`table::noise`] above [`table::NOISY_SPREAD`]) says so in a
-/// note rather than being measured again, which would double the
-/// calibration's CPU budget: on the development VM a burst of the host's
-/// own load during the second of spinning left every class 13–17 % spread
-/// and the local timer at twice its cost (an oracle attempt 27 points low).
+/// disturbed ([`table::noise`] above [`table::NOISY_SPREAD`]) is taken
+/// once more and the quieter of the two kept: on the development VM a
+/// burst of the host's own load during the second of spinning left every
+/// class 13–17 % spread and the local timer at twice its cost (an oracle
+/// attempt 27 points low), and a table like that is what a user would be
+/// shown until the next boot. The second measurement costs another ~0.34 s
+/// of CPU, only then; if it is disturbed too, the table says so in a note.
 pub fn measure(
     bpf: &BpfCollector,
     root: &Sysroot,
@@ -153,14 +155,61 @@ pub fn measure(
 ) -> Result<Calibration> {
     let t0 = Instant::now();
     let place = placement::choose(root)?;
-    let m = run_windows(bpf, &place, opts)?;
+    let first = measure_once(bpf, &place, key.clone(), regime, opts)?;
+    let mut c = quieter(first, || measure_once(bpf, &place, key, regime, opts))?;
+    let noise = table::noise(&c);
+    if noise > table::NOISY_SPREAD {
+        c.notes.push(format!(
+            "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
+             this was measured; `nettop --calibrate` again when it is quieter",
+            100.0 * noise
+        ));
+    }
+    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok(c)
+}
+
+/// `first`, or, when the host disturbed it, the quieter of it and one
+/// more measurement (`again`), with a note saying so.
+fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> Result<Calibration> {
+    let noise_first = table::noise(&first);
+    if noise_first <= table::NOISY_SPREAD {
+        return Ok(first);
+    }
+    let second = again()?;
+    let noise_second = table::noise(&second);
+    let cost_cpu_ms = first.cost_cpu_ms + second.cost_cpu_ms;
+    let mut c = if noise_second < noise_first {
+        second
+    } else {
+        first
+    };
+    c.cost_cpu_ms = cost_cpu_ms;
+    c.notes.push(format!(
+        "measured twice: the host disturbed the first measurement (spread up to {:.0} % of a \
+         cost, {:.0} % the second time); the quieter one is kept",
+        100.0 * noise_first,
+        100.0 * noise_second
+    ));
+    Ok(c)
+}
+
+/// One measurement: the windows on `place`'s CPUs and their table.
+fn measure_once(
+    bpf: &BpfCollector,
+    place: &Placement,
+    key: CalibrationKey,
+    regime: Regime,
+    opts: &Options,
+) -> Result<Calibration> {
+    let m = run_windows(bpf, place, opts)?;
     let woken = m.sent.woken;
     let woken_ns = if woken.wakes > 0 {
         woken.cpu_ns as f64 / woken.wakes as f64
     } else {
         0.0
     };
-    let mut c = table(&m.windows, key, regime, &place, woken_ns)?;
+    let mut c = table(&m.windows, key, regime, place, woken_ns)?;
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
@@ -174,15 +223,6 @@ pub fn measure(
     if let Some(e) = m.sent.timer_error {
         c.notes.push(format!("local timer {e}"));
     }
-    let noise = table::noise(&c);
-    if noise > table::NOISY_SPREAD {
-        c.notes.push(format!(
-            "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
-             this was measured; `nettop --calibrate` again when it is quieter",
-            100.0 * noise
-        ));
-    }
-    c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(c)
 }
 
@@ -243,4 +283,43 @@ pub fn attach(col: &mut Collector, root: &Sysroot, dir: &Path) {
     };
     let cal = cached_or_measure(bpf, root, dir, col.host());
     col.set_calibration(cal);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::calibration::{Basis, ClassCost};
+
+    /// A table whose IPI cost has this relative spread.
+    fn with_spread(spread: f64, cpu_ms: f64) -> Calibration {
+        let ipi = ClassCost {
+            basis: Basis::Measured,
+            samples: 1_000,
+            traced_ns: 300.0,
+            hidden_ns: 7_000.0,
+            spread_ns: 7_000.0 * spread,
+        };
+        Calibration {
+            ipi,
+            cost_cpu_ms: cpu_ms,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_disturbed_measurement_is_taken_again_and_the_quieter_kept() {
+        // Quiet: no second measurement.
+        let c = quieter(with_spread(0.03, 340.0), || panic!("measured again")).unwrap();
+        assert!(c.notes.is_empty());
+        // Disturbed, the second quiet: the second, both costs, a note.
+        let c = quieter(with_spread(0.2, 340.0), || Ok(with_spread(0.02, 330.0))).unwrap();
+        assert_eq!(c.ipi.spread_ns, 140.0);
+        assert_eq!(c.cost_cpu_ms, 670.0);
+        assert!(c.notes[0].contains("measured twice"), "{:?}", c.notes);
+        // Both disturbed: the quieter, the first here.
+        let c = quieter(with_spread(0.1, 340.0), || Ok(with_spread(0.3, 330.0))).unwrap();
+        assert_eq!(c.ipi.spread_ns, 700.0);
+        // The second measurement failing is the calibration failing.
+        assert!(quieter(with_spread(0.2, 1.0), || anyhow::bail!("no IPIs")).is_err());
+    }
 }

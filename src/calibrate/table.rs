@@ -32,9 +32,7 @@ fn now_unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// A measured class's spread beyond this share of its hidden cost: the
-/// host was busy while the calibration ran (see [`noise`]).
-pub const NOISY_SPREAD: f64 = 0.08;
+pub use super::states::NOISY_SPREAD;
 
 /// The largest spread relative to its hidden cost among the measured
 /// classes the charges rest on most (IPI, TLB shootdown, local timer): 1–5 %

@@ -37,8 +37,9 @@
 //! which retries absorb at 5 points but not reliably at 3. Every attempt's
 //! figure is printed, so the suite's log shows how close each run came.
 //!
-//! Needs root, BTF, two CPUs, `ip`, `iperf3`, `taskset`; prints `SKIPPED:`
-//! otherwise, and fails instead when NETTOP_REQUIRE_BPF=1.
+//! Needs root, BTF, two CPUs, `ip`, `iperf3`, `taskset`; reported as not
+//! run otherwise (`common::tier`), and failing instead when
+//! NETTOP_REQUIRE_BPF=1.
 //!
 //! One binary: `harness` runs the victim and nettop; this file holds the
 //! oracle itself (bounds, scenarios, their statistics and checks). The
@@ -48,6 +49,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod checks;
+#[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
@@ -62,6 +64,7 @@ use checks::{
     Check, Miss, check_control, check_ipi, check_steered, check_timer, check_tlb, check_wake,
 };
 use common::netns::NetnsPair;
+use common::tier::Need;
 use common::victim::{self, Bucket};
 use harness::{Fail, Victim, calibrate, frames_of, preconditions, unix_us};
 use nettop::model::frame::{Frame, TaskView};
@@ -110,12 +113,15 @@ const ATTEMPTS: usize = 3;
 /// figures were right for the load there was, within 0.4 points).
 const NO_LOAD_RETRIES: usize = 3;
 
+case!(
+    victim_process,
+    [],
+    ignore = "helper process for nettop_sees_stolen_time"
+);
 /// The victim process: not a test of its own. `nettop_sees_stolen_time`
 /// re-executes this test binary with `--ignored --exact victim_process` and
 /// [`VICTIM_ENV`] set, to get a separate, single-purpose process nettop can
 /// watch by pid. Run by hand it spins for half a second.
-#[test]
-#[ignore = "helper process for nettop_sees_stolen_time"]
 fn victim_process() {
     use std::io::Write;
     let spec = std::env::var(VICTIM_ENV).unwrap_or_else(|_| "max_ms=500".into());
@@ -427,11 +433,11 @@ fn share_pct(gap_loss_pct: f64, idle_gap_pct: f64) -> f64 {
     100.0 * (100.0 - gap_loss_pct) / (100.0 - idle_gap_pct).max(1.0)
 }
 
+case!(share_is_what_the_victim_kept_against_what_it_kept_idle, []);
 /// Interruptions take half the wall time and the host's own work 8 % of
 /// it, spread evenly: the victim keeps 92 % of the other half, 46 % of the
 /// wall against 92 % idle, a share of 50 %; adding the idle gaps back
 /// (54 %) credits it the host work that fell inside interruptions.
-#[test]
 fn share_is_what_the_victim_kept_against_what_it_kept_idle() {
     let (interrupts, noise) = (50.0, 8.0);
     let gap_loss = interrupts + noise * (100.0 - interrupts) / 100.0;
@@ -577,6 +583,16 @@ fn suite_cache() -> PathBuf {
     .clone()
 }
 
+/// What the network oracle needs of the machine (`None`: all there).
+fn network_oracle_missing() -> Option<String> {
+    preconditions(true).err()
+}
+
+/// What the oracles of system vectors need of the machine.
+fn vector_oracle_missing() -> Option<String> {
+    preconditions(false).err()
+}
+
 /// What every oracle does first: take the lock (held until the test
 /// ends), check the host, and find the suite's calibration cache (each
 /// attempt calibrates into it, see `run_scenario`; a host that cannot is
@@ -590,7 +606,10 @@ fn prepare(test: &str, needs_iperf: bool) -> Option<(MutexGuard<'static, ()>, Pa
     Some((lock, suite_cache()))
 }
 
-#[test]
+case!(
+    nettop_sees_stolen_time,
+    [Need::Custom(network_oracle_missing)]
+);
 fn nettop_sees_stolen_time() {
     const TEST: &str = "accuracy::nettop_sees_stolen_time";
     let Some((_lock, cache)) = prepare(TEST, true) else {
@@ -637,6 +656,11 @@ fn vector_oracle(test: &str, label: &'static str, check: Check, load: fn() -> Lo
     });
 }
 
+case!(
+    nettop_sees_tlb_shootdown_cost,
+    [Need::Custom(vector_oracle_missing)],
+    ignore = "TLB shootdowns at high rates cost more than calibrated (BENCHMARKS.md); run by hand"
+);
 /// TLB shootdowns: call-function IPIs whose handler flushes the victim's
 /// TLB, which it then refills; no softirq, nearly all of it hidden. Not
 /// in the default suite: on a CI host whose sender reached ~60,000
@@ -645,8 +669,6 @@ fn vector_oracle(test: &str, label: &'static str, check: Check, load: fn() -> Lo
 /// +8 to +16 points in three attempts (BENCHMARKS.md). A cost per flush
 /// kind and per rate is what the calibration lacks; until it has it, run
 /// this oracle by hand (`--ignored --exact nettop_sees_tlb_shootdown_cost`).
-#[test]
-#[ignore = "TLB shootdowns at high rates cost more than calibrated (BENCHMARKS.md); run by hand"]
 fn nettop_sees_tlb_shootdown_cost() {
     vector_oracle(
         "accuracy::nettop_sees_tlb_shootdown_cost",
@@ -656,13 +678,16 @@ fn nettop_sees_tlb_shootdown_cost() {
     );
 }
 
+case!(
+    nettop_sees_reschedule_ipi_cost,
+    [Need::Custom(vector_oracle_missing)]
+);
 /// Reschedule IPIs: a thread on CPU 0 wakes one that sleeps on the
 /// victim's CPU. The kernel bills the woken thread from the wake-up on, so
 /// the victim's own on-CPU time falls 4–6 points below its real share;
 /// TRUE% holds only with the calibrated excess given back (five quiet runs
 /// within 2.4 points; a calibration that found no clean wake-up gap falls
 /// back to the IPI's cost and misses, the retry passed), BENCHMARKS.md.
-#[test]
 fn nettop_sees_reschedule_ipi_cost() {
     vector_oracle(
         "accuracy::nettop_sees_reschedule_ipi_cost",
@@ -672,12 +697,15 @@ fn nettop_sees_reschedule_ipi_cost() {
     );
 }
 
+case!(
+    nettop_sees_local_timer_cost,
+    [Need::Custom(vector_oracle_missing)]
+);
 /// Local timer interrupts: a perf `cpu-clock` event's hrtimer on the
 /// victim's CPU, as a profiler sampling the host makes. In one of the
 /// development VM's two states each hides 1.3–1.7 µs more than an IPI, and
 /// charged the IPI's cost the oracle is 6 points high and fails
 /// (BENCHMARKS.md); in the other the two costs coincide.
-#[test]
 fn nettop_sees_local_timer_cost() {
     vector_oracle(
         "accuracy::nettop_sees_local_timer_cost",
@@ -687,7 +715,10 @@ fn nettop_sees_local_timer_cost() {
     );
 }
 
-#[test]
+case!(
+    nettop_sees_pure_ipi_cost,
+    [Need::Custom(vector_oracle_missing)]
+);
 fn nettop_sees_pure_ipi_cost() {
     vector_oracle(
         "accuracy::nettop_sees_pure_ipi_cost",
@@ -695,4 +726,8 @@ fn nettop_sees_pure_ipi_cost() {
         check_ipi,
         || Load::Ipi,
     );
+}
+
+fn main() -> std::process::ExitCode {
+    common::tier::main(common::tier::Threads::One)
 }

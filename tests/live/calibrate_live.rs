@@ -98,12 +98,18 @@ fn calibrate_caches_and_live_nettop_uses_the_cache() {
     );
     assert_eq!(c.timer.basis, Basis::Measured, "{:?}", c.notes);
     assert!(c.timer.samples >= 100, "{:?}", c.timer);
-    // The bound: at most 0.5 s of one CPU (spinner + sender). The
-    // spinner's windows add up to ~0.3 s of wall time, so more would mean a
-    // runaway sender or spinner, not a slow machine.
+    // At most 0.5 s of one CPU (spinner + sender) per measurement, and a
+    // second one only when the host disturbed the first. The spinner's
+    // windows add up to ~0.3 s of wall time, so more would mean a runaway
+    // sender or spinner, not a slow machine.
+    let measurements = if c.notes.iter().any(|n| n.starts_with("measured twice")) {
+        2.0
+    } else {
+        1.0
+    };
     assert!(
-        c.cost_cpu_ms <= 500.0,
-        "calibration used {} ms of CPU",
+        c.cost_cpu_ms <= 500.0 * measurements,
+        "calibration used {} ms of CPU in {measurements} measurement(s)",
         c.cost_cpu_ms
     );
 
