@@ -292,22 +292,20 @@ fn command_line_flag_and_key() {
 
 case!(
     forest_puts_real_children_under_their_parent,
-    [Need::Tool("tmux", "-V")]
+    [Need::Tool("tmux", "-V"), Need::Tool("setsid", "--version")]
 );
 /// `V` on a real process tree: a parent with two children, filtered by
 /// their shared name, shows the children right under the parent, each
 /// glyph under the parent's name (one level in), the last one `└─`.
 fn forest_puts_real_children_under_their_parent() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
 
-    /// The family's process group, killed and reaped whatever happens.
-    struct Family(std::process::Child);
+    /// The family's process group, killed whatever happens (init reaps it).
+    struct Family(u32);
     impl Drop for Family {
         fn drop(&mut self) {
-            let group = format!("-{}", self.0.id());
+            let group = format!("-{}", self.0);
             let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
-            let _ = self.0.wait();
         }
     }
     // A command's name is its file's: a script as the parent, copies of
@@ -322,19 +320,42 @@ fn forest_puts_real_children_under_their_parent() {
     };
     std::fs::copy(sleep, &kid).expect("copy sleep");
     let parent = dir.path().join("ntforestpa");
+    let pidfile = dir.path().join("pid");
     std::fs::write(
         &parent,
-        format!("#!/bin/sh\n{k} 301 &\n{k} 302 &\nwait\n", k = kid.display()),
+        format!(
+            "#!/bin/sh\necho $$ > {p}\n{k} 301 &\n{k} 302 &\nwait\n",
+            p = pidfile.display(),
+            k = kid.display()
+        ),
     )
     .expect("write the parent script");
     std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let family = Family(
-        Command::new(&parent)
-            .process_group(0)
-            .spawn()
-            .expect("start the parent"),
-    );
-    let pid = family.0.id();
+    // Detached (`setsid -f`: a session of its own, its parent gone), so
+    // the family hangs right under init whatever tree runs this test: a
+    // forest is drawn the same at any depth only up to the indentation
+    // budget, and CI's tree is deeper than a shell's.
+    let started = Command::new("setsid")
+        .arg("-f")
+        .arg(&parent)
+        .status()
+        .expect("setsid");
+    assert!(started.success(), "setsid -f {}", parent.display());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let pid: u32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the parent never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let family = Family(pid);
     let kids = || {
         Command::new("pgrep")
             .args(["-P", &pid.to_string()])

@@ -185,8 +185,10 @@ fn task_row<'a>(
 /// The tree glyphs before a nested row's COMMAND, as top -V and htop draw
 /// them: a `│` in each ancestor's column while it has siblings below,
 /// then the row's own `├─` or `└─`. A deep tree (a fork chain, a hostile
-/// recording) gets at most half of COMMAND, so the names stay on screen:
-/// past that only the nearest levels are drawn, after a `…`.
+/// recording) gets about half of COMMAND, so the names stay on screen:
+/// past that only the nearest levels are drawn, after a `…` one level
+/// wide, so that the first row past the cap still has its glyph under its
+/// parent's name.
 fn tree_prefix(r: &TaskRow, cmd_w: usize) -> String {
     let depth = usize::from(r.depth);
     if depth == 0 {
@@ -196,7 +198,7 @@ fn tree_prefix(r: &TaskRow, cmd_w: usize) -> String {
     let drawn = depth.min((cmd_w / 2 / 3).clamp(1, 32));
     let mut s = String::with_capacity(drawn * 9 + 3);
     if depth > drawn {
-        s.push('…');
+        s.push_str("…  ");
     }
     // Outermost first: bit j is the ancestor j + 1 levels up.
     for j in (0..drawn - 1).rev() {
@@ -208,4 +210,31 @@ fn tree_prefix(r: &TaskRow, cmd_w: usize) -> String {
     }
     s.push_str(if r.last { "└─ " } else { "├─ " });
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::rows::processes::Src;
+
+    fn row(depth: u8) -> TaskRow {
+        TaskRow {
+            src: Src::Proc(0),
+            depth,
+            last: true,
+            rails: 0,
+        }
+    }
+
+    #[test]
+    fn the_first_row_past_the_cap_stays_under_its_parent() {
+        // COMMAND 42 wide: 7 levels drawn in full.
+        let w = |d: u8| tree_prefix(&row(d), 42).chars().count();
+        assert_eq!(w(7), 21);
+        assert!(!tree_prefix(&row(7), 42).contains('…'));
+        // Depth 8, cut: its glyph where depth 7's name begins.
+        let cut = tree_prefix(&row(8), 42);
+        assert!(cut.starts_with('…'), "{cut}");
+        assert_eq!(cut.chars().count() - 3, w(7), "{cut}");
+    }
 }
