@@ -105,7 +105,9 @@ const EXPLAINED: std::ops::RangeInclusive<f64> = 0.85..=1.15;
 const CONTROL_MAX_STOLEN: f64 = 1.0;
 const CONTROL_MAX_HIDDEN: f64 = 2.0;
 /// Attempts per scenario (see [`attempt`]).
-const ATTEMPTS: usize = 3;
+const ATTEMPTS: usize = 5;
+/// The pause after a miss: the host's slow spells last seconds to minutes.
+const AFTER_A_MISS: Duration = Duration::from_secs(5);
 /// Attempts whose load did not reach the victim that are run again
 /// without counting. Most such attempts came from iperf3's time limit
 /// ([`TRAFFIC_SECS`], since lengthened); a load can still fail to reach the
@@ -527,9 +529,11 @@ fn oracle_lock() -> MutexGuard<'static, ()> {
 /// Runs a scenario and checks it, up to [`ATTEMPTS`] times: on a shared VM
 /// the host's cost per interruption wanders by a quarter between a
 /// calibration and the load seconds later, and one attempt in two can miss
-/// the 15 % band on that alone (BENCHMARKS.md). A nettop that is wrong (no
-/// hidden cost, a lost class, a wrong task) misses every time. Every attempt
-/// is reported.
+/// the 15 % band on that alone (BENCHMARKS.md), and in a slow spell of the
+/// host's (a fresh-clone run: the local timer's cost 9 µs before, 14–17 µs
+/// in it) three attempts in a row missed by 5–19 points. A nettop that is
+/// wrong (no hidden cost, a lost class, a wrong task) misses every time.
+/// Every attempt is reported.
 fn attempt(
     test: &str,
     label: &'static str,
@@ -553,6 +557,9 @@ fn attempt(
                         counted += 1;
                         common::report(&format!("MISS {e}\n"));
                         misses.push(format!("{e}\n{d}"));
+                        if counted < ATTEMPTS {
+                            sleep(AFTER_A_MISS);
+                        }
                     }
                 }
             }
