@@ -472,9 +472,10 @@ fn the_daemonset_container_runs_under_podman() {
         });
         assert!(screen.is_some(), "the TUI never drew:\n{}", tmux.screen());
         tmux.keys(&["q"]);
+        // The terminal's mode is printed after the exit code: wait for it.
         let end = wait_for(Duration::from_secs(20), || {
             let s = tmux.screen();
-            s.contains("EXIT=").then_some(s)
+            s.contains("TTY=").then_some(s)
         })
         .expect("the TUI did not quit");
         assert!(end.contains("EXIT=0"), "{end}");
