@@ -158,8 +158,9 @@ pub fn measure(
     let again = || measure_once(bpf, &place, key.clone(), regime, opts);
     let mut c = match again() {
         Ok(first) => quieter(first, again),
-        // Too busy for enough clean gaps: the same disturbance, so one
-        // more measurement, and its error if that fails too.
+        // Most often a CPU too busy for enough clean gaps, the same
+        // disturbance: one more measurement, and its error if that fails
+        // too (a lasting cause fails the same way twice).
         Err(e) => {
             let mut c = again()?;
             c.notes.push(format!(
