@@ -154,3 +154,19 @@ pub fn process_named(dir: &std::path::Path, name: &[u8]) -> Guard {
     }
     Guard(child)
 }
+
+/// Replays the recording `p` as batch text (`-b --rows 1`), which must
+/// succeed, and counts the frames it printed.
+#[allow(dead_code)]
+pub fn replay_frames(p: &std::path::Path) -> usize {
+    let out = output_within(
+        nettop().arg("--replay").arg(p).args(["-b", "--rows", "1"]),
+        Duration::from_secs(60),
+        "replay",
+    );
+    assert!(out.status.success(), "{}: {}", p.display(), stderr(&out));
+    stdout(&out)
+        .lines()
+        .filter(|l| l.starts_with("nettop "))
+        .count()
+}

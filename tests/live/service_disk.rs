@@ -212,24 +212,7 @@ fn replays(dir: &Path) -> usize {
             p.display()
         );
         last_part = Some(part);
-        let out = common::run::output_within(
-            Command::new(env!("CARGO_BIN_EXE_nettop"))
-                .arg("--replay")
-                .arg(&p)
-                .args(["-b", "--rows", "1"]),
-            Duration::from_secs(60),
-            "replay",
-        );
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            p.display(),
-            common::run::stderr(&out)
-        );
-        let frames = common::run::stdout(&out)
-            .lines()
-            .filter(|l| l.starts_with("nettop "))
-            .count();
+        let frames = common::run::replay_frames(&p);
         assert_eq!(frames, rec.len() - 1, "{}: frames", p.display());
         total += rec.len();
     }

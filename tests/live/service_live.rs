@@ -202,24 +202,7 @@ fn record_and_serve_share_one_collector() {
             p.display(),
             rec.warnings()
         );
-        let out = common::run::output_within(
-            Command::new(env!("CARGO_BIN_EXE_nettop"))
-                .arg("--replay")
-                .arg(p)
-                .args(["-b", "--rows", "1"]),
-            Duration::from_secs(60),
-            "replay",
-        );
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            p.display(),
-            common::run::stderr(&out)
-        );
-        let frames = common::run::stdout(&out)
-            .lines()
-            .filter(|l| l.starts_with("nettop "))
-            .count();
+        let frames = common::run::replay_frames(p);
         assert_eq!(frames, rec.len() - 1, "{}: frames", p.display());
     }
     common::report(&format!(
