@@ -409,12 +409,13 @@ static __always_inline __u32 intr_class(__u32 kind)
 
 /* Counts one interruption's class into an account (the device and sysvec
  * totals are counted by the caller), whether it landed in a stolen softirq
- * run, and a plain IPI's handler time `d`. */
+ * run, and the handler time `d` of a plain IPI, a TLB shootdown or a timer. */
 static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si, __u64 d)
 {
-	if (cls == NT_INTR_TIMER)
+	if (cls == NT_INTR_TIMER) {
 		a->timer_count++;
-	else if (cls == NT_INTR_IPI || cls == NT_INTR_TLB || cls == NT_INTR_RESCHED)
+		a->timer_ns += d;
+	} else if (cls == NT_INTR_IPI || cls == NT_INTR_TLB || cls == NT_INTR_RESCHED)
 		a->ipi_count++;
 	if (cls == NT_INTR_IPI)
 		a->ipi_ns += d;

@@ -82,6 +82,9 @@ struct nt_acct {
 	/* Handler time of the TLB shootdowns (tlb_count): the same sign for a
 	 * task whose IPIs are nearly all shootdowns (~470 and ~870 ns). */
 	__u64 tlb_ns;
+	/* Handler time of the local timer interrupts (timer_count): with the
+	 * hypervisor slowed down, handler and untraced cost grow together. */
+	__u64 timer_ns;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process

@@ -93,6 +93,11 @@ pub struct IrqAcct {
     /// IPIs are nearly all shootdowns. Older recordings read as 0.
     #[serde(default)]
     pub tlb_ns: u64,
+    /// Handler time of the local timer interrupts: how far the host's
+    /// state has slowed the whole interrupt path since the calibration
+    /// (`Calibration::timer_scale`). Older recordings read as 0: not known.
+    #[serde(default)]
+    pub timer_ns: u64,
 }
 
 /// Interruption classes, in the order of `NT_INTR_*` (bpf/nettop.h), of
@@ -154,6 +159,7 @@ impl IrqAcct {
         self.resched_count = self.resched_count.saturating_add(b.resched_count);
         self.ipi_ns = self.ipi_ns.saturating_add(b.ipi_ns);
         self.tlb_ns = self.tlb_ns.saturating_add(b.tlb_ns);
+        self.timer_ns = self.timer_ns.saturating_add(b.timer_ns);
         for (x, y) in self.in_softirq_count.iter_mut().zip(&b.in_softirq_count) {
             *x = x.saturating_add(*y);
         }

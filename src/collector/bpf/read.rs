@@ -362,6 +362,7 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         resched_count: a.resched_count,
         ipi_ns: a.ipi_ns,
         tlb_ns: a.tlb_ns,
+        timer_ns: a.timer_ns,
     }
 }
 

@@ -137,6 +137,7 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         resched_count: d(p.resched_count, c.resched_count),
         ipi_ns: d(p.ipi_ns, c.ipi_ns),
         tlb_ns: d(p.tlb_ns, c.tlb_ns),
+        timer_ns: d(p.timer_ns, c.timer_ns),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {

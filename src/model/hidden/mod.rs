@@ -17,7 +17,8 @@ pub use state::state_note;
 use crate::sample::calibration::{Basis, Calibration};
 use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
-/// The reschedule class's index in [`class_counts`].
+/// The timer's and the reschedule class's index in [`class_counts`].
+const TIMER: usize = 1;
 const RESCHED: usize = 5;
 
 /// Interruptions by class in an account (`sample::INTR_CLASSES`: device,
@@ -51,9 +52,11 @@ impl Calibration {
     /// they made it run, ns, at the costs of the state `a`'s own IPIs show
     /// ([`Self::state_for`]).
     pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
+        let mut cost = self.charged_ns(&self.state_for(a));
+        cost[TIMER] *= self.timer_scale(a);
         let interruptions: f64 = charged_counts(a)
             .iter()
-            .zip(self.charged_ns(&self.state_for(a)))
+            .zip(cost)
             .map(|(&n, c)| n as f64 * c)
             .sum();
         let softirq = match self.softirq.basis {

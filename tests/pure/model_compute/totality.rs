@@ -94,6 +94,7 @@ fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
                 // Arbitrary handler time: the state check must stay total.
                 ipi_ns: c,
                 tlb_ns: a,
+                timer_ns: b,
             }
         }),
     )
