@@ -73,7 +73,7 @@ impl Calibration {
 /// Timer interrupts an account must hold before their handler time
 /// rescales the timer's cost: a thousand give the mean within a few per
 /// cent. Natural ticks (100–1,000 a second per CPU) seldom reach it in a
-/// frame, and at their rates the timer's whole cost is under a point.
+/// frame, and at their rates the timer's whole cost is a point at most.
 const TIMER_EVIDENCE: u64 = 1_000;
 /// The rescaling stays within this factor either way: beyond it the
 /// handler did other work (a heavy tick), not the same work slower.
