@@ -156,23 +156,15 @@ fn the_daemonset_container_runs_under_podman() {
     }
 
     // The DaemonSet's container, as the chart renders it for this image.
-    let port = common::prom::free_addr()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .to_string();
-    let sets = [
-        format!("image.repository={IMAGE}"),
-        format!("image.tag={me}"),
-        format!("port={port}"),
-        format!("listen=$(POD_IP):{port}"),
-        "interval=1".to_string(),
-        // Every cgroup its own series: a busy host's top 50 by STOLEN%
-        // would leave the idle pod in "other".
-        "extraArgs={--top-cgroups,1000}".to_string(),
-    ];
-    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    let spec = k8s::container(&k8s::render(&sets, &[]).unwrap()).unwrap();
+    let (port, spec) = rendered_container(
+        me,
+        &[
+            "interval=1",
+            // Every cgroup its own series: a busy host's top 50 by STOLEN%
+            // would leave the idle pod in "other".
+            "extraArgs={--top-cgroups,1000}",
+        ],
+    );
     assert_eq!(spec["image"], tag.as_str());
     // The downward API: the node's name, and the pod's IP, which under
     // hostNetwork is the node's (loopback stands in for it here).
@@ -514,6 +506,29 @@ fn the_daemonset_container_runs_under_podman() {
     ));
 }
 
+/// The DaemonSet's container as the chart renders it for the image tagged
+/// `me`, with `extra` values, on a free port: the port and the spec.
+fn rendered_container(me: u32, extra: &[&str]) -> (String, Value) {
+    let port = common::prom::free_addr()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let base = [
+        format!("image.repository={IMAGE}"),
+        format!("image.tag={me}"),
+        format!("port={port}"),
+        format!("listen=$(POD_IP):{port}"),
+    ];
+    let sets: Vec<&str> = base
+        .iter()
+        .map(String::as_str)
+        .chain(extra.iter().copied())
+        .collect();
+    let spec = k8s::container(&k8s::render(&sets, &[]).unwrap()).unwrap();
+    (port, spec)
+}
+
 fn strs(v: &Value) -> Vec<String> {
     v.as_array()
         .map(|a| {
@@ -627,19 +642,7 @@ fn daemonset_cost_at_100_and_1000_pods() {
         ),
         "scripts/image.sh",
     );
-    let port = common::prom::free_addr()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .to_string();
-    let sets = [
-        format!("image.repository={IMAGE}"),
-        format!("image.tag={me}"),
-        format!("port={port}"),
-        format!("listen=$(POD_IP):{port}"),
-    ];
-    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    let spec = k8s::container(&k8s::render(&sets, &[]).unwrap()).unwrap();
+    let (port, spec) = rendered_container(me, &[]);
     let env: Vec<(String, String)> = vec![
         ("NODE_NAME".into(), NODE.into()),
         ("POD_IP".into(), "127.0.0.1".into()),
