@@ -39,6 +39,9 @@ const volatile __u32 ksoftirqd_tid[NT_MAX_CPUS] = {};
 const volatile bool test_clock = false;
 __u64 fake_now_ns = 0;
 #endif
+/* Address of rps_trigger_softirq (from /proc/kallsyms, 0 if unknown):
+ * the callback of the IPI by which RPS hands packets to another CPU. */
+const volatile __u64 rps_callback = 0;
 /* CPU being calibrated + 1 (0: no calibration running), set by user space. */
 __u32 probe_cpu1 = 0;
 struct nt_probe probe = {};
@@ -130,11 +133,43 @@ struct napi_cache {
 	__u64 budget_exhausted;
 };
 
+/*
+ * What the running NET_RX softirq did so far, for sharing its time out
+ * when it ends: units per NT_RX_* bucket, and the deliveries per reader.
+ * Written only by softirq-context programs while a NET_RX run is active
+ * (a hardirq landing in between touches none of it).
+ */
+struct rx_reader {
+	__u64 start_boottime;
+	__u64 cgroup_id;
+	__u32 tid;		/* 0: a socket nobody has read */
+	__u32 tgid;
+	__u64 pkts;
+};
+struct rx_run {
+	__u64 units[NT_NR_RX];
+	__u32 n;		/* readers in use */
+	__u32 _pad;
+	__u64 overflow;		/* deliveries to readers beyond NT_RUN_READERS */
+	struct rx_reader r[NT_RUN_READERS];
+};
+
+/* A zeroed task record to insert from process context (the value is too
+ * big for the BPF stack). Process-context programs can be preempted, so
+ * it is claimed with `busy` like a slot. */
+struct task_scratch {
+	__u32 busy;
+	__u32 _pad;
+	struct nt_task val;
+};
+
 /* Everything per CPU in one value: one (inlined) lookup per event. */
 struct pcpu {
 	struct cpu_state st;
 	struct slot slot[2];
 	struct napi_cache napi;
+	struct rx_run rx;
+	struct task_scratch scratch;
 	struct nt_cpu stats;	/* the only part user space reads */
 };
 
@@ -191,6 +226,30 @@ struct {
 	__type(key, __u64);
 	__type(value, struct nt_napi);
 } napis SEC(".maps");
+
+/* Last reader of each socket (LRU: sockets that are gone fall out). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct nt_sock_owner);
+} socks SEC(".maps");
+
+/* Victim x beneficiary pairs of stolen NET_RX time (LRU: bounded). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct nt_rob_key);
+	__type(value, struct nt_rob);
+} robbed SEC(".maps");
+
+/* Receive processing per socket cgroup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct nt_cg_caused);
+} cg_caused SEC(".maps");
 
 #define SLOT_HARDIRQ 0
 #define SLOT_SOFTIRQ 1
@@ -460,6 +519,8 @@ static __always_inline void count_run(struct pcpu *pc, __u32 h)
 	if (h < NT_NR_RUNS)
 		pc->stats.runs[h]++;
 }
+
+__noinline int nt_rx_charge(__u64 d);
 
 /* ---------------------------------------------------------------- hardirq */
 
@@ -748,6 +809,12 @@ static __always_inline int on_softirq_entry(__u32 vec)
 	st->stolen_mask &= ~bit;
 	st->task_mask &= ~bit;
 
+	if (vec == NT_NET_RX) {
+		/* A fresh tally of what this run delivers (see rx_run). */
+		__builtin_memset(pc->rx.units, 0, sizeof(pc->rx.units));
+		pc->rx.n = 0;
+		pc->rx.overflow = 0;
+	}
 	st->si_vec = vec;
 	st->si_ctx = ctx;
 	/* A softirq runs and ends in the task it interrupted: the exit reuses
@@ -801,6 +868,7 @@ static __always_inline int on_softirq_exit(__u32 vec)
 		cs->net_rx_ns += d;
 		if (d > cs->net_rx_max_ns)
 			cs->net_rx_max_ns = d;
+		nt_rx_charge(d);
 	}
 
 	s = claim_slot(pc, SLOT_SOFTIRQ, st->si_id);
@@ -850,6 +918,470 @@ SEC("raw_tp/softirq_exit")
 int BPF_PROG(raw_si_out, unsigned int vec)
 {
 	return on_softirq_exit(vec);
+}
+
+/* ------------------------------------------------------- receive charge */
+
+/* Adds `v` to a word other CPUs may add to at the same time. */
+static __always_inline void add_shared(__u64 *w, __u64 v)
+{
+	if (v)
+		__sync_fetch_and_add(w, v);
+}
+
+/*
+ * Shares a NET_RX run's time `d` out over what the run did, one equal
+ * share per unit: a packet delivered to a socket, dropped, forwarded or
+ * handled by XDP. Per packet, not per byte: the softirq's cost is
+ * per-packet work (headers, lookups, queueing); the payload is copied
+ * later, in the reader's own recvmsg (BENCHMARKS has the measurement).
+ * A reader's share goes to its task record, its socket's cgroup and, when
+ * the run was stolen from another task, to the victim x beneficiary pair.
+ * A global function, verified once (see nt_flush_slot).
+ */
+__noinline int nt_rx_charge(__u64 d)
+{
+	struct pcpu *pc = get_pcpu();
+	struct rx_run *rx;
+	struct nt_cpu *cs;
+	__u64 total = 0, share, given = 0, delivered = 0;
+	__u32 victim, victim_tgid, n;
+	bool stolen;
+
+	if (!pc)
+		return 0;
+	rx = &pc->rx;
+	cs = &pc->stats;
+	n = rx->n;
+	if (n > NT_RUN_READERS)
+		n = NT_RUN_READERS;
+	for (int b = 0; b < NT_NR_RX; b++)
+		total += rx->units[b];
+	if (!total) {
+		cs->rx_ns[NT_RX_NOSOCK] += d;
+		cs->rx_units[NT_RX_NOSOCK]++;
+		return 0;
+	}
+	stolen = pc->st.si_ctx == NT_CTX_STOLEN;
+	victim = (__u32)pc->st.si_id;
+	victim_tgid = pc->st.si_id >> 32;
+	for (int i = 0; i < NT_RUN_READERS; i++) {
+		struct rx_reader *r = &rx->r[i];
+		struct nt_cg_caused *cg;
+		struct nt_task *t;
+
+		if (i >= n)
+			break;
+		share = d * r->pkts / total;
+		/* An unread socket's share is in the UNREAD bucket already. */
+		if (r->tid)
+			delivered += share;
+		if (r->cgroup_id) {
+			cg = bpf_map_lookup_elem(&cg_caused, &r->cgroup_id);
+			if (!cg) {
+				struct nt_cg_caused z = {};
+
+				bpf_map_update_elem(&cg_caused, &r->cgroup_id, &z, BPF_NOEXIST);
+				cg = bpf_map_lookup_elem(&cg_caused, &r->cgroup_id);
+			}
+			if (cg) {
+				add_shared(&cg->ns, share);
+				add_shared(&cg->pkts, r->pkts);
+			}
+		}
+		if (!r->tid)
+			continue;
+		t = bpf_map_lookup_elem(&tasks, &r->tid);
+		if (!t || t->start_boottime != r->start_boottime)
+			continue;
+		add_shared(&t->acct.caused_ns, share);
+		add_shared(&t->acct.caused_pkts, r->pkts);
+		given += share;
+		if (stolen && victim && victim != r->tid) {
+			struct nt_rob_key k = { .victim = victim, .beneficiary = r->tid };
+			struct nt_rob *p = bpf_map_lookup_elem(&robbed, &k);
+
+			if (!p) {
+				struct nt_rob z = {
+					.victim_tgid = victim_tgid,
+					.beneficiary_tgid = r->tgid,
+					.beneficiary_cgroup = r->cgroup_id,
+				};
+
+				bpf_map_update_elem(&robbed, &k, &z, BPF_NOEXIST);
+				p = bpf_map_lookup_elem(&robbed, &k);
+			}
+			if (p) {
+				add_shared(&p->ns, share);
+				add_shared(&p->pkts, r->pkts);
+			}
+		}
+	}
+	/* Readers past the table: their share is delivered time of nobody's. */
+	delivered += d * rx->overflow / total;
+	for (int b = NT_RX_UNREAD; b < NT_NR_RX; b++) {
+		cs->rx_ns[b] += d * rx->units[b] / total;
+		cs->rx_units[b] += rx->units[b];
+	}
+	cs->rx_ns[NT_RX_DELIVERED] += delivered;
+	cs->rx_units[NT_RX_DELIVERED] += rx->units[NT_RX_DELIVERED];
+	cs->caused_lost_ns += delivered - given;
+	return 0;
+}
+
+/* The running softirq is NET_RX, seen from a softirq-context program. */
+static __always_inline struct rx_run *rx_run_now(struct pcpu *pc)
+{
+	struct cpu_state *st = &pc->st;
+
+	if (!st->si_active || st->si_vec != NT_NET_RX || in_hardirq_ctx(st))
+		return NULL;
+	return &pc->rx;
+}
+
+/* A unit of bucket `b` in the running NET_RX softirq, if one runs. */
+static __always_inline int rx_unit(__u32 b, __u32 run, __u64 units)
+{
+	struct pcpu *pc = get_pcpu();
+	struct rx_run *rx;
+
+	if (!pc)
+		return 0;
+	count_run(pc, run);
+	rx = rx_run_now(pc);
+	if (rx && b < NT_NR_RX)
+		rx->units[b] += units;
+	return 0;
+}
+
+#define NT_AF_INET 2
+#define NT_AF_INET6 10
+#define NT_MSG_PEEK 2
+
+static __always_inline __u32 sock_proto(const struct sock *sk)
+{
+	__u16 p = BPF_CORE_READ(sk, sk_protocol);
+
+	if (p == IPPROTO_TCP)
+		return NT_PROTO_TCP;
+	if (p == IPPROTO_UDP)
+		return NT_PROTO_UDP;
+	return NT_PROTO_OTHER;
+}
+
+static __always_inline __u64 sock_cgroup(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+}
+
+/*
+ * The current task's record, created (zeroed) when it has none yet: its
+ * traffic is counted even when nothing ever interrupted it. NULL when the
+ * map is full or the scratch value is taken by a preempted program.
+ */
+static __always_inline struct nt_task *own_task(struct pcpu *pc, __u32 tid, __u32 tgid,
+						__u64 start)
+{
+	struct task_scratch *sc = &pc->scratch;
+	struct nt_task *t = bpf_map_lookup_elem(&tasks, &tid);
+	long err;
+
+	if (t && t->start_boottime == start)
+		return t;
+	if (t && t->start_boottime > start)
+		return NULL;
+	if (sc->busy)
+		return NULL;
+	sc->busy = 1;
+	asm volatile("" ::: "memory");
+	__builtin_memset(&sc->val, 0, sizeof(sc->val));
+	sc->val.start_boottime = start;
+	sc->val.tgid = tgid;
+	sc->val.seen_gen = sample_gen;
+	err = bpf_map_update_elem(&tasks, &tid, &sc->val, t ? BPF_EXIST : BPF_NOEXIST);
+	asm volatile("" ::: "memory");
+	sc->busy = 0;
+	if (err && err != -EEXIST) {
+		__sync_fetch_and_add(&pc->stats.map_full, 1);
+		return NULL;
+	}
+	t = bpf_map_lookup_elem(&tasks, &tid);
+	return t && t->start_boottime == start ? t : NULL;
+}
+
+/*
+ * A send or receive of `ret` bytes on `sk` by the current task, in its own
+ * context. The words it adds to are written by this task only (a slot's
+ * batch never carries them), so plain adds are safe. A receive also makes
+ * the task the socket's reader: its receive processing is charged there.
+ */
+static __always_inline int on_sock_len(struct sock *sk, int ret, int flags, bool rx)
+{
+	struct pcpu *pc = get_pcpu();
+	struct nt_sock_owner *o;
+	struct task_struct *task;
+	struct nt_task *t;
+	__u64 id, start;
+	__u32 tid, p;
+	__u16 family;
+
+	if (!pc)
+		return 0;
+	count_run(pc, rx ? NT_RUN_SOCK_RX : NT_RUN_SOCK_TX);
+	if (ret <= 0 || !sk || (rx && (flags & NT_MSG_PEEK)))
+		return 0;
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != NT_AF_INET && family != NT_AF_INET6)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tid = (__u32)id;
+	if (!tid)
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task();
+	start = BPF_CORE_READ(task, start_boottime);
+	p = sock_proto(sk);
+	t = own_task(pc, tid, id >> 32, start);
+	if (t && p < NT_NR_PROTO) {
+		if (rx) {
+			t->acct.rx_bytes[p] += ret;
+			t->acct.rx_calls[p]++;
+		} else {
+			t->acct.tx_bytes[p] += ret;
+			t->acct.tx_calls[p]++;
+		}
+	}
+	{
+		__u64 key = (__u64)sk;
+
+		o = bpf_map_lookup_elem(&socks, &key);
+		if (o && (o->tid == tid && o->start_boottime == start))
+			return 0;
+		/* A sender becomes the reader only of a socket nobody read. */
+		if (o && !rx)
+			return 0;
+		{
+			struct nt_sock_owner v = {
+				.start_boottime = start,
+				.cgroup_id = sock_cgroup(sk),
+				.tid = tid,
+				.tgid = id >> 32,
+			};
+
+			bpf_map_update_elem(&socks, &key, &v, BPF_ANY);
+		}
+	}
+	return 0;
+}
+
+/*
+ * A packet delivered to `sk` (sock:sk_data_ready). Inside a NET_RX run it
+ * is a unit of that run, for the socket's reader; elsewhere (a TCP backlog
+ * processed in the reader's own context) it is the reader's own work.
+ */
+static __always_inline int on_sk_data_ready(const struct sock *sk)
+{
+	struct pcpu *pc = get_pcpu();
+	struct nt_sock_owner *o;
+	struct rx_run *rx;
+	__u64 key = (__u64)sk, cg, start = 0;
+	__u32 tid = 0, tgid = 0, n;
+
+	if (!pc)
+		return 0;
+	count_run(pc, NT_RUN_SK_READY);
+	rx = rx_run_now(pc);
+	if (!rx)
+		return 0;
+	o = bpf_map_lookup_elem(&socks, &key);
+	if (o) {
+		tid = o->tid;
+		tgid = o->tgid;
+		start = o->start_boottime;
+		cg = o->cgroup_id;
+		rx->units[NT_RX_DELIVERED]++;
+	} else {
+		cg = sock_cgroup(sk);
+		rx->units[NT_RX_UNREAD]++;
+	}
+	n = rx->n;
+	for (int i = 0; i < NT_RUN_READERS; i++) {
+		struct rx_reader *r = &rx->r[i];
+
+		if (i >= n)
+			break;
+		if (r->tid == tid && r->cgroup_id == cg) {
+			r->pkts++;
+			return 0;
+		}
+	}
+	if (!o) {
+		/* Unread: its share goes to the cgroup alone, and only while
+		 * the table has room for it. */
+		if (n >= NT_RUN_READERS)
+			return 0;
+	} else if (n >= NT_RUN_READERS) {
+		rx->overflow++;
+		return 0;
+	}
+	{
+		struct rx_reader *r = &rx->r[n & (NT_RUN_READERS - 1)];
+
+		r->tid = tid;
+		r->tgid = tgid;
+		r->start_boottime = start;
+		r->cgroup_id = cg;
+		r->pkts = 1;
+		rx->n = n + 1;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(btf_sock_rx, struct sock *sk, int ret, int flags)
+{
+	return on_sock_len(sk, ret, flags, true);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(btf_sock_tx, struct sock *sk, int ret, int flags)
+{
+	return on_sock_len(sk, ret, flags, false);
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(btf_sk_ready, const struct sock *sk)
+{
+	return on_sk_data_ready(sk);
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(btf_skb_drop, struct sk_buff *skb)
+{
+	return rx_unit(NT_RX_DROPPED, NT_RUN_SKB_DROP, 1);
+}
+
+/* A packet queued for transmission inside a NET_RX run with no socket of
+ * its own was forwarded (a reply the stack sends, like a TCP ACK, has
+ * its socket). */
+static __always_inline int on_dev_queue(struct sk_buff *skb)
+{
+	struct pcpu *pc = get_pcpu();
+	struct rx_run *rx;
+
+	if (!pc)
+		return 0;
+	count_run(pc, NT_RUN_DEV_QUEUE);
+	rx = rx_run_now(pc);
+	if (rx && !BPF_CORE_READ(skb, sk))
+		rx->units[NT_RX_FORWARDED]++;
+	return 0;
+}
+
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(btf_dev_queue, struct sk_buff *skb)
+{
+	return on_dev_queue(skb);
+}
+
+SEC("tp_btf/xdp_redirect")
+int BPF_PROG(btf_xdp_redirect, const struct net_device *dev)
+{
+	return rx_unit(NT_RX_XDP, NT_RUN_XDP_REDIRECT, 1);
+}
+
+SEC("tp_btf/xdp_exception")
+int BPF_PROG(btf_xdp_exception, const struct net_device *dev)
+{
+	return rx_unit(NT_RX_XDP, NT_RUN_XDP_EXCEPTION, 1);
+}
+
+SEC("tp_btf/xdp_bulk_tx")
+int BPF_PROG(btf_xdp_bulk_tx, const struct net_device *dev, int sent, int drops)
+{
+	return rx_unit(NT_RX_XDP, NT_RUN_XDP_BULK_TX, (sent > 0 ? sent : 0) + (drops > 0 ? drops : 0));
+}
+
+/* A call-function IPI queued from a NET_RX run that hands packets to
+ * another CPU's backlog (RPS): the run's work for them was steering. */
+static __always_inline int on_csd_queue(void *callback)
+{
+	struct pcpu *pc = get_pcpu();
+	struct rx_run *rx;
+
+	if (!pc)
+		return 0;
+	count_run(pc, NT_RUN_CSD_QUEUE);
+	if (!rps_callback || (__u64)callback != rps_callback)
+		return 0;
+	rx = rx_run_now(pc);
+	if (rx)
+		rx->units[NT_RX_STEERED]++;
+	return 0;
+}
+
+/* csd:csd_queue_cpu names the function the IPI will run (ipi_send_cpu
+ * names only the generic handler), and fires once per handoff. The
+ * function is read from the csd: tp_btf refuses a function-pointer
+ * argument. */
+SEC("tp_btf/csd_queue_cpu")
+int BPF_PROG(btf_csd_queue, const unsigned int cpu, unsigned long callsite, void *func,
+	     call_single_data_t *csd)
+{
+	return on_csd_queue(BPF_CORE_READ(csd, func));
+}
+
+SEC("raw_tp/csd_queue_cpu")
+int BPF_PROG(raw_csd_queue, const unsigned int cpu, unsigned long callsite, void *func)
+{
+	return on_csd_queue(func);
+}
+
+SEC("raw_tp/sock_recv_length")
+int BPF_PROG(raw_sock_rx, struct sock *sk, int ret, int flags)
+{
+	return on_sock_len(sk, ret, flags, true);
+}
+
+SEC("raw_tp/sock_send_length")
+int BPF_PROG(raw_sock_tx, struct sock *sk, int ret, int flags)
+{
+	return on_sock_len(sk, ret, flags, false);
+}
+
+SEC("raw_tp/sk_data_ready")
+int BPF_PROG(raw_sk_ready, const struct sock *sk)
+{
+	return on_sk_data_ready(sk);
+}
+
+SEC("raw_tp/kfree_skb")
+int BPF_PROG(raw_skb_drop, struct sk_buff *skb)
+{
+	return rx_unit(NT_RX_DROPPED, NT_RUN_SKB_DROP, 1);
+}
+
+SEC("raw_tp/net_dev_queue")
+int BPF_PROG(raw_dev_queue, struct sk_buff *skb)
+{
+	return on_dev_queue(skb);
+}
+
+SEC("raw_tp/xdp_redirect")
+int BPF_PROG(raw_xdp_redirect, const struct net_device *dev)
+{
+	return rx_unit(NT_RX_XDP, NT_RUN_XDP_REDIRECT, 1);
+}
+
+SEC("raw_tp/xdp_exception")
+int BPF_PROG(raw_xdp_exception, const struct net_device *dev)
+{
+	return rx_unit(NT_RX_XDP, NT_RUN_XDP_EXCEPTION, 1);
+}
+
+SEC("raw_tp/xdp_bulk_tx")
+int BPF_PROG(raw_xdp_bulk_tx, const struct net_device *dev, int sent, int drops)
+{
+	return rx_unit(NT_RX_XDP, NT_RUN_XDP_BULK_TX, (sent > 0 ? sent : 0) + (drops > 0 ? drops : 0));
 }
 
 /* ------------------------------------------------------------------- napi */

@@ -49,7 +49,44 @@
 #define NT_RUN_NAPI_POLL 7
 #define NT_RUN_TASK_EXIT 8
 #define NT_RUN_TLB_FLUSH 9
-#define NT_NR_RUNS 10
+#define NT_RUN_SOCK_RX 10
+#define NT_RUN_SOCK_TX 11
+#define NT_RUN_SK_READY 12
+#define NT_RUN_SKB_DROP 13
+#define NT_RUN_DEV_QUEUE 14
+#define NT_RUN_XDP_REDIRECT 15
+#define NT_RUN_XDP_EXCEPTION 16
+#define NT_RUN_XDP_BULK_TX 17
+#define NT_RUN_CSD_QUEUE 18
+#define NT_NR_RUNS 19
+
+/* Socket traffic by protocol (inet sockets only: unix and netlink sockets
+ * carry no network traffic). */
+#define NT_PROTO_TCP 0
+#define NT_PROTO_UDP 1
+#define NT_PROTO_OTHER 2
+#define NT_NR_PROTO 3
+
+/*
+ * Where a NET_RX run's time went, by what the run did (see nt_rx_charge):
+ * delivered to a socket some task reads, delivered to a socket nobody has
+ * read yet, dropped (skb:kfree_skb), forwarded (sent on with no local
+ * socket), handled by XDP (redirect, TX, exception), steered to another
+ * CPU by RPS (an IPI to run it there), or a run in which none of these
+ * was seen.
+ */
+#define NT_RX_DELIVERED 0
+#define NT_RX_UNREAD 1
+#define NT_RX_DROPPED 2
+#define NT_RX_FORWARDED 3
+#define NT_RX_XDP 4
+#define NT_RX_STEERED 5
+#define NT_RX_NOSOCK 6
+#define NT_NR_RX 7
+
+/* Distinct (reader, cgroup) pairs a NET_RX run keeps apart; deliveries to
+ * more readers in one run are charged to no task (caused_lost_ns). */
+#define NT_RUN_READERS 8
 
 /* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
 struct nt_acct {
@@ -85,6 +122,18 @@ struct nt_acct {
 	/* Handler time of the local timer interrupts (timer_count): with the
 	 * hypervisor slowed down, handler and untraced cost grow together. */
 	__u64 timer_ns;
+	/* Socket traffic the task moved itself (sock:sock_recv_length and
+	 * sock_send_length, in its own context) by NT_PROTO_*, and the
+	 * receive processing spent delivering to sockets it reads (its share
+	 * of the NET_RX runs that delivered to them, wherever they ran):
+	 * kept here so a thread's traffic follows the same exit and
+	 * per-process path as its interrupt time. */
+	__u64 rx_bytes[NT_NR_PROTO];
+	__u64 rx_calls[NT_NR_PROTO];
+	__u64 tx_bytes[NT_NR_PROTO];
+	__u64 tx_calls[NT_NR_PROTO];
+	__u64 caused_ns;
+	__u64 caused_pkts;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process
@@ -190,6 +239,45 @@ struct nt_cpu {
 	__u64 unknown_raise;
 	/* runs of each handler on this CPU, by NT_RUN_* (see there) */
 	__u64 runs[NT_NR_RUNS];
+	/* This CPU's NET_RX time (net_rx_ns, all contexts) split by
+	 * NT_RX_*, and the units (deliveries, drops, forwards, XDP actions)
+	 * it was split over; the buckets add up to net_rx_ns but for
+	 * rounding. */
+	__u64 rx_ns[NT_NR_RX];
+	__u64 rx_units[NT_NR_RX];
+	/* Of rx_ns[NT_RX_DELIVERED]: charged to no task (the reader's
+	 * record was gone, or a run had more than NT_RUN_READERS readers). */
+	__u64 caused_lost_ns;
+};
+
+/* Who read a socket last (sock:sock_recv_length): the task its receive
+ * processing is charged to. Keyed by the struct sock address. */
+struct nt_sock_owner {
+	__u64 start_boottime;
+	__u64 cgroup_id;	/* the socket's own cgroup (v2 id) */
+	__u32 tid;
+	__u32 tgid;
+};
+
+/* NET_RX time that ran in a victim's context (NT_CTX_STOLEN) delivering
+ * to a beneficiary's sockets. */
+struct nt_rob_key {
+	__u32 victim;		/* TID */
+	__u32 beneficiary;	/* TID */
+};
+struct nt_rob {
+	__u32 victim_tgid;
+	__u32 beneficiary_tgid;
+	__u64 beneficiary_cgroup;
+	__u64 ns;
+	__u64 pkts;
+};
+
+/* NET_RX time spent delivering to a cgroup's sockets (by the socket's
+ * cgroup, read or not). */
+struct nt_cg_caused {
+	__u64 ns;
+	__u64 pkts;
 };
 
 /*

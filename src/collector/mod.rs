@@ -238,8 +238,13 @@ impl Collector {
 
         let mut napi = Vec::new();
         let mut health = None;
+        let mut traffic = crate::sample::RawTraffic {
+            why: "no BPF collector (--no-bpf)".into(),
+            ..Default::default()
+        };
         if let Some(bpf) = &mut self.bpf {
-            let r = bpf.read_counters(!sampled)?;
+            let mut r = bpf.read_counters(!sampled)?;
+            traffic = std::mem::take(&mut r.traffic);
             for cpu in cpus.iter_mut() {
                 if let Some(c) = r.cpus.get(cpu.cpu as usize) {
                     cpu.irq = Some(c.acct.clone());
@@ -344,6 +349,7 @@ impl Collector {
             notes: devices_note.into_iter().chain(others.note).collect(),
             system: Some(procfiles::read_system(root)),
             devices_incomplete,
+            traffic,
         };
         // The boundary: names chosen by other users and drivers are made
         // safe to print before any front end or recording sees them.

@@ -105,6 +105,11 @@ pub struct TaskView {
     /// either is unknown.
     #[serde(default)]
     pub mem_pct: Option<f64>,
+    /// Its socket traffic and the receive processing it caused; null when
+    /// not known (no BPF, a kernel without the socket tracepoints, older
+    /// recordings), never 0.
+    #[serde(default)]
+    pub traffic: Option<super::traffic::TaskTraffic>,
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -416,6 +421,10 @@ pub struct Frame {
     /// recordings made before they were collected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<super::system::SystemView>,
+    /// Where NET_RX time went and who robbed whom; null when traffic is
+    /// not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<super::traffic::TrafficView>,
 }
 
 impl Frame {
@@ -486,6 +495,10 @@ pub struct CgroupView {
     /// counts it and in frames from older recordings.
     #[serde(default)]
     pub mem_bytes: Option<u64>,
+    /// Its processes' traffic, and the receive processing for its sockets
+    /// (by the socket's cgroup); null when not known.
+    #[serde(default)]
+    pub traffic: Option<super::traffic::TaskTraffic>,
 }
 
 fn one() -> u32 {

@@ -6,4 +6,5 @@ pub mod devconf;
 pub mod frame;
 pub mod hidden;
 pub mod system;
+pub mod traffic;
 pub use compute::compute;

@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 pub mod calibration;
 mod sanitize;
 mod system;
+pub mod traffic;
 
 use self::calibration::Calibration;
 pub use self::system::{LoadAvg, MemInfo, RawSystem};
+pub use self::traffic::{RawTraffic, RxSplit, SockAcct};
 
 /// Number of softirq vectors (`NR_SOFTIRQS` in include/linux/interrupt.h).
 pub const NR_SOFTIRQS: usize = 10;
@@ -98,6 +100,12 @@ pub struct IrqAcct {
     /// (`Calibration::timer_scale`). Older recordings read as 0: not known.
     #[serde(default)]
     pub timer_ns: u64,
+    /// Socket traffic and caused receive processing of a task (always
+    /// zero for a CPU): here so a thread's traffic reaches its process
+    /// the way its interrupt time does. Older recordings read as zero;
+    /// whether it is known is `RawSample::traffic`.
+    #[serde(default, skip_serializing_if = "SockAcct::is_zero")]
+    pub sock: SockAcct,
 }
 
 /// Interruption classes, in the order of `NT_INTR_*` (bpf/nettop.h), of
@@ -160,6 +168,7 @@ impl IrqAcct {
         self.ipi_ns = self.ipi_ns.saturating_add(b.ipi_ns);
         self.tlb_ns = self.tlb_ns.saturating_add(b.tlb_ns);
         self.timer_ns = self.timer_ns.saturating_add(b.timer_ns);
+        self.sock.add(&b.sock);
         for (x, y) in self.in_softirq_count.iter_mut().zip(&b.in_softirq_count) {
             *x = x.saturating_add(*y);
         }
@@ -352,6 +361,9 @@ pub struct CpuNet {
     pub napi_work: u64,
     /// Polls that used their whole budget (work == budget).
     pub napi_budget_exhausted: u64,
+    /// `net_rx_ns` by what the runs did. Older recordings: all zero.
+    #[serde(default)]
+    pub rx: RxSplit,
 }
 
 /// One CPU.
@@ -595,6 +607,10 @@ pub struct RawSample {
     /// merely low. `None` in recordings made before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub devices_incomplete: Option<DeviceGap>,
+    /// Socket traffic beyond the per-task counters, and whether it is
+    /// known at all. Older recordings: not available.
+    #[serde(default)]
+    pub traffic: RawTraffic,
 }
 
 /// Why a sample's device counters do not cover every device of the host.

@@ -11,7 +11,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use crate::sample::{BpfHealth, CpuNet, IrqAcct, NR_SOFTIRQS, ProgStat, RawNapi, SOFTIRQ_CTX};
+use crate::sample::traffic::{RawCgCaused, RawRob};
+use crate::sample::{
+    BpfHealth, CpuNet, IrqAcct, NR_SOFTIRQS, ProgStat, RawNapi, RawTraffic, RxSplit, SOFTIRQ_CTX,
+    SockAcct,
+};
 use crate::sys::cpuset::CpuSet;
 
 #[allow(
@@ -122,7 +126,7 @@ pub struct CpuCounters {
 }
 
 /// Number of handlers that count their own runs per CPU (`NT_NR_RUNS`).
-pub const NR_RUNS: usize = 10;
+pub const NR_RUNS: usize = 19;
 
 /// The handlers in the order of their `NT_RUN_*` index in bpf/nettop.h,
 /// by program name without the `btf_`/`raw_` flavour prefix (a handler's
@@ -148,7 +152,23 @@ pub const RUN_HANDLERS: [&str; NR_RUNS] = [
     "napi_poll",
     "task_exit",
     "tlb_flush",
+    "sock_rx",
+    "sock_tx",
+    "sk_ready",
+    "skb_drop",
+    "dev_queue",
+    "xdp_redirect",
+    "xdp_exception",
+    "xdp_bulk_tx",
+    "csd_queue",
 ];
+
+/// The tracepoints socket traffic is counted from: without any of them
+/// the traffic figures are not known (n/a), never 0. The ones that only
+/// name where undelivered receive work went (drops, forwards, XDP) are
+/// optional: without them that work counts as `no_socket`.
+pub const TRAFFIC_TRACEPOINTS: [&str; 3] =
+    ["sock_recv_length", "sock_send_length", "sk_data_ready"];
 
 /// A program's index in [`RUN_HANDLERS`]; `None` for the programs that
 /// count no runs (the flush, the task sampler).
@@ -196,6 +216,7 @@ pub struct Readout {
     pub tasks: HashMap<u32, TaskCounters>,
     pub napi: Vec<RawNapi>,
     pub health: BpfHealth,
+    pub traffic: RawTraffic,
 }
 
 pub struct BpfCollector {
@@ -284,6 +305,27 @@ fn missing_bpf_caps(eff: u64) -> Vec<&'static str> {
         .collect()
 }
 
+/// Address of the kernel's `rps_trigger_softirq`, the callback of the IPI
+/// RPS sends to hand packets to another CPU: a NET_RX run that sends it
+/// was steering (`steered`). 0 when /proc/kallsyms hides addresses
+/// (kptr_restrict) or lacks it: that work then counts as `no_socket`.
+fn rps_callback() -> u64 {
+    // One read and one search: a line-by-line parse of the ~200,000
+    // symbols costs several times more start-up CPU.
+    let Ok(all) = std::fs::read_to_string("/proc/kallsyms") else {
+        return 0;
+    };
+    let Some(end) = all.find(" rps_trigger_softirq\n") else {
+        return 0;
+    };
+    let start = all[..end].rfind('\n').map_or(0, |i| i + 1);
+    all[start..end]
+        .split_whitespace()
+        .next()
+        .and_then(|a| u64::from_str_radix(a, 16).ok())
+        .unwrap_or(0)
+}
+
 /// Tracepoints this kernel has, from the `btf_trace_<name>` typedefs that
 /// every tracepoint leaves in vmlinux BTF (no tracefs mount needed).
 fn available_tracepoints(names: &[String]) -> Result<Vec<String>> {
@@ -363,6 +405,9 @@ impl BpfCollector {
                 if let Some(slot) = ro.ksoftirqd_tid.get_mut(cpu as usize) {
                     *slot = tid;
                 }
+            }
+            if !opts.sampler_only {
+                ro.rps_callback = rps_callback();
             }
             #[cfg(feature = "testing")]
             {

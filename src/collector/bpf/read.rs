@@ -38,6 +38,7 @@ impl BpfCollector {
                 HashMap::new()
             },
             napi: self.read_napi()?,
+            traffic: self.read_traffic()?,
             ..Default::default()
         };
         let (exited_lost, exited_lost_ns) = self
@@ -78,6 +79,65 @@ impl BpfCollector {
         }
         out.health = h;
         Ok(out)
+    }
+
+    /// The socket maps: victim x beneficiary pairs and per-cgroup
+    /// receive processing, in batches.
+    fn read_traffic(&self) -> Result<RawTraffic> {
+        let missing: Vec<&str> = TRAFFIC_TRACEPOINTS
+            .iter()
+            .copied()
+            .filter(|tp| self.missing.iter().any(|m| m == tp))
+            .collect();
+        if !missing.is_empty() {
+            return Ok(RawTraffic {
+                available: false,
+                why: format!("this kernel has no {} tracepoint", missing.join(", ")),
+                ..Default::default()
+            });
+        }
+        let robbed = self
+            .skel
+            .maps
+            .robbed
+            .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)
+            .context("reading the robbed-by map")?
+            .filter_map(|(k, v)| {
+                let k = from_bytes::<types::nt_rob_key>(&k)?;
+                let v = from_bytes::<types::nt_rob>(&v)?;
+                Some(RawRob {
+                    victim_tid: k.victim,
+                    victim_pid: v.victim_tgid,
+                    beneficiary_tid: k.beneficiary,
+                    beneficiary_pid: v.beneficiary_tgid,
+                    beneficiary_cgroup: v.beneficiary_cgroup,
+                    ns: v.ns,
+                    pkts: v.pkts,
+                })
+            })
+            .collect();
+        let cgroups = self
+            .skel
+            .maps
+            .cg_caused
+            .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)
+            .context("reading the per-cgroup receive map")?
+            .filter_map(|(k, v)| {
+                let id = u64::from_ne_bytes(k.get(..8)?.try_into().ok()?);
+                let v = from_bytes::<types::nt_cg_caused>(&v)?;
+                Some(RawCgCaused {
+                    cgroup_id: id,
+                    ns: v.ns,
+                    pkts: v.pkts,
+                })
+            })
+            .collect();
+        Ok(RawTraffic {
+            available: true,
+            why: String::new(),
+            robbed,
+            cgroups,
+        })
     }
 
     fn read_cpus(&self) -> Result<Vec<CpuCounters>> {
@@ -327,6 +387,11 @@ pub(super) fn cpu_counters_from(bytes: &[u8]) -> CpuCounters {
             napi_polls: v.napi_polls,
             napi_work: v.napi_work,
             napi_budget_exhausted: v.napi_budget_exhausted,
+            rx: RxSplit {
+                ns: v.rx_ns,
+                units: v.rx_units,
+                lost_ns: v.caused_lost_ns,
+            },
         },
         health: CpuHealth {
             map_full: v.map_full,
@@ -363,6 +428,14 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         ipi_ns: a.ipi_ns,
         tlb_ns: a.tlb_ns,
         timer_ns: a.timer_ns,
+        sock: SockAcct {
+            rx_bytes: a.rx_bytes,
+            rx_calls: a.rx_calls,
+            tx_bytes: a.tx_bytes,
+            tx_calls: a.tx_calls,
+            caused_ns: a.caused_ns,
+            caused_pkts: a.caused_pkts,
+        },
     }
 }
 

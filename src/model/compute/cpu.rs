@@ -63,6 +63,7 @@ pub(super) fn cpu_calc(ctx: &Ctx, p: Option<&RawCpu>, c: &RawCpu, ksoftirqd_ns: 
                 napi_polls: d(pn.napi_polls, cn.napi_polls),
                 napi_work: d(pn.napi_work, cn.napi_work),
                 napi_budget_exhausted: d(pn.napi_budget_exhausted, cn.napi_budget_exhausted),
+                rx: cn.rx.since(&pn.rx),
             }
         }
         _ => CpuNet::default(),

@@ -65,6 +65,8 @@ struct Ctx<'a> {
     cal: Option<&'a Calibration>,
     /// The host's memory, bytes (MEM%'s denominator), when known.
     mem_total: Option<u64>,
+    /// Socket traffic was counted in both samples.
+    traffic: bool,
 }
 
 impl Ctx<'_> {
@@ -138,6 +140,7 @@ fn irq_delta(prev: Option<&IrqAcct>, cur: Option<&IrqAcct>) -> IrqAcct {
         ipi_ns: d(p.ipi_ns, c.ipi_ns),
         tlb_ns: d(p.tlb_ns, c.tlb_ns),
         timer_ns: d(p.timer_ns, c.timer_ns),
+        sock: c.sock.since(&p.sock),
         ..Default::default()
     };
     for ctx in 0..SOFTIRQ_CTX {
@@ -207,6 +210,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         source: cur.source,
         cal: host.calibration.as_ref(),
         mem_total: host.mem_total_bytes,
+        traffic: prev.traffic.available && cur.traffic.available,
     };
 
     // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
@@ -372,7 +376,14 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     summary.net_rx_ns_per_packet = summary.net_rx_ns_per_packet.map(fin);
     summary.net_rx_pct_per_gbps = summary.net_rx_pct_per_gbps.map(fin);
 
-    let cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
+    let mut cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
+    super::traffic::fill_cgroups(prev, cur, ctx.dt_ns, &mut cgroups, &processes);
+    let rx: Vec<_> = calcs.values().map(|k| k.net.rx.clone()).collect();
+    let net_rx_ns = calcs
+        .values()
+        .fold(0u64, |s, k| s.saturating_add(k.net.net_rx_ns));
+    let traffic =
+        super::traffic::traffic_view(prev, cur, ctx.dt_ns, &rx, net_rx_ns, &processes, &cgroups);
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
     health.notes = cur.notes.clone();
@@ -412,6 +423,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         health,
         cgroups,
         system: cur.system.as_ref().map(super::system::system_view),
+        traffic,
     }
 }
 

@@ -3,6 +3,7 @@
 //! them under the regime's arithmetic (see the parent module).
 
 use super::*;
+use crate::model::traffic::TaskTraffic;
 
 /// One thread's (or a whole process's) interval counters.
 #[derive(Default, Clone)]
@@ -146,6 +147,9 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             v.hidden_pct = ctx.pct_ns(hidden);
             hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
             v.rebilled_pct = ctx.pct_ns(ctx.rebilled(&td.irq));
+            if ctx.traffic {
+                v.traffic = Some(TaskTraffic::from_delta(&td.irq.sock, ctx.dt_ns));
+            }
             v.interruptions_per_s = ctx.rate(td.irq.interruptions() as f64);
             v.softirqs_per_s = ctx.rate(
                 td.irq
