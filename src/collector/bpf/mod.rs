@@ -79,6 +79,8 @@ pub struct BpfOptions {
     /// Keep `kernel.bpf_stats_enabled` on while we run (via an fd the kernel
     /// drops when we exit, even on kill -9), so per-program cost is reported.
     pub stats: bool,
+    /// Do not load the socket traffic programs ([`TRAFFIC_PROGRAMS`]).
+    pub no_traffic: bool,
     /// Tests: load raw_tp programs with the fake clock and attach nothing.
     #[cfg(feature = "testing")]
     pub test_clock: bool,
@@ -170,6 +172,20 @@ pub const RUN_HANDLERS: [&str; NR_RUNS] = [
 pub const TRAFFIC_TRACEPOINTS: [&str; 3] =
     ["sock_recv_length", "sock_send_length", "sk_data_ready"];
 
+/// Every tracepoint only the traffic figures need: `--no-traffic` loads
+/// none of them.
+pub const TRAFFIC_PROGRAMS: [&str; 9] = [
+    "sock_recv_length",
+    "sock_send_length",
+    "sk_data_ready",
+    "kfree_skb",
+    "net_dev_queue",
+    "xdp_redirect",
+    "xdp_exception",
+    "xdp_bulk_tx",
+    "csd_queue_cpu",
+];
+
 /// A program's index in [`RUN_HANDLERS`]; `None` for the programs that
 /// count no runs (the flush, the task sampler).
 pub fn run_index(program: &str) -> Option<usize> {
@@ -230,6 +246,8 @@ pub struct BpfCollector {
     sampler: Option<Link>,
     /// Why the task sampler is not available.
     sampler_error: Option<String>,
+    /// The traffic programs were left out on purpose (`--no-traffic`).
+    traffic_off: bool,
     /// Pass number written into the map entries each pass sees.
     sample_gen: u64,
     /// Entries no pass saw at the previous sweep: swept when still unseen.
@@ -463,6 +481,7 @@ impl BpfCollector {
             let load = match section.split_once('/') {
                 Some(("iter", _)) => sampler && !opts.test_clock(),
                 _ if opts.sampler_only => false,
+                Some((_, tp)) if opts.no_traffic && TRAFFIC_PROGRAMS.contains(&tp) => false,
                 Some((flavour, tp)) => flavour == mode.prefix() && usable(tp),
                 None => section == "raw_tp",
             };
@@ -555,6 +574,7 @@ impl BpfCollector {
             missing,
             sampler: sampler_link,
             sampler_error: None,
+            traffic_off: opts.no_traffic,
             sample_gen: 0,
             stale: Vec::new(),
             stats_fd,

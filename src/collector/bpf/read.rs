@@ -84,6 +84,13 @@ impl BpfCollector {
     /// The socket maps: victim x beneficiary pairs and per-cgroup
     /// receive processing, in batches.
     fn read_traffic(&self) -> Result<RawTraffic> {
+        if self.traffic_off {
+            return Ok(RawTraffic {
+                available: false,
+                why: "not counted (--no-traffic)".into(),
+                ..Default::default()
+            });
+        }
         let missing: Vec<&str> = TRAFFIC_TRACEPOINTS
             .iter()
             .copied()
