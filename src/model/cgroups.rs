@@ -47,6 +47,9 @@ impl CgroupView {
         if let Some(m) = o.mem_bytes {
             self.mem_bytes = Some(self.mem_bytes.unwrap_or(0).saturating_add(m));
         }
+        if let Some(t) = &o.traffic {
+            self.traffic.get_or_insert_with(Default::default).add(t);
+        }
     }
 }
 

@@ -4,8 +4,9 @@
 //! TUI's lines of an open group's processes come from the same table.
 
 use super::fields::{Align, Cell, Field, STOLEN_MARK_PCT, Tone, batch_columns, text_line};
-use super::format::{fmt_mem, fmt_pct, fmt_pct_or_dash};
+use super::format::{fmt_mem, fmt_pct, fmt_pct_or_dash, fmt_rate};
 use crate::model::frame::{CgroupView, Frame, TaskView};
+use crate::model::traffic::TaskTraffic;
 use crate::sample::Source;
 
 /// A column of the cgroup table, in display order.
@@ -21,6 +22,9 @@ pub enum CgField {
     Hidden,
     NetRx,
     Inline,
+    /// NET_RX time delivering to its sockets, wherever it ran.
+    Caused,
+    RxBytes,
     Mem,
     Cpus,
     Rx,
@@ -42,6 +46,8 @@ impl Field for CgField {
         G::Hidden,
         G::NetRx,
         G::Inline,
+        G::Caused,
+        G::RxBytes,
         G::Mem,
         G::Cpus,
         G::Rx,
@@ -55,6 +61,7 @@ impl Field for CgField {
         G::Stolen,
         G::NetRx,
         G::True,
+        G::Caused,
         G::Hidden,
         G::Rx,
         G::RxCpus,
@@ -65,6 +72,7 @@ impl Field for CgField {
         G::OnCpu,
         G::Threads,
         G::Inline,
+        G::RxBytes,
     ];
 
     fn key(self) -> &'static str {
@@ -79,6 +87,8 @@ impl Field for CgField {
             G::Hidden => "hidden",
             G::NetRx => "net_rx",
             G::Inline => "inline",
+            G::Caused => "caused",
+            G::RxBytes => "rxb_s",
             G::Mem => "mem",
             G::Cpus => "cpus",
             G::Rx => "rx",
@@ -100,6 +110,8 @@ impl Field for CgField {
             G::Hidden => "HIDDEN~%",
             G::NetRx => "NET_RX%",
             G::Inline => "INLINE%",
+            G::Caused => "CAUSED%",
+            G::RxBytes => "RXB/s",
             G::Mem => "MEM",
             G::Cpus => "CPUS",
             G::Rx => "RX%",
@@ -124,6 +136,10 @@ impl Field for CgField {
             G::Hidden => "their `HIDDEN~%`, summed (an estimate)",
             G::NetRx => "the NET_RX part of `STOLEN%`",
             G::Inline => "their `INLINE%`, summed: its own network work",
+            G::Caused => {
+                "NET_RX time spent delivering to its sockets (by the socket's cgroup), on any CPU and in any task's context: the receive work it causes others to pay for; `n/a` where traffic is not counted"
+            }
+            G::RxBytes => "bytes per second its processes' receive calls took",
             G::Mem => {
                 "the memory charged to it (see below), `-` where no memory controller counts it; a process line shows its `RES`"
             }
@@ -143,7 +159,8 @@ impl Field for CgField {
             G::Name => 40,
             G::Procs | G::Threads | G::Mem => 5,
             G::Top | G::OnCpu | G::True | G::Rx => 6,
-            G::NetRx | G::Inline => 7,
+            G::NetRx | G::Inline | G::Caused => 7,
+            G::RxBytes => 6,
             G::Stolen | G::Hidden | G::Cpus | G::RxCpus => 8,
             G::Path => 20,
         }
@@ -181,7 +198,10 @@ impl CgField {
 
     /// Only a tracer measures it: `n/a` without BPF.
     fn traced_only(self) -> bool {
-        matches!(self, G::Hidden | G::NetRx | G::Inline)
+        matches!(
+            self,
+            G::Hidden | G::NetRx | G::Inline | G::Caused | G::RxBytes
+        )
     }
 
     /// The cell of `row` in this column, the same in every front end.
@@ -218,6 +238,7 @@ impl CgField {
             G::Hidden => irq(c.hidden_pct),
             G::NetRx => irq(c.net_rx_stolen_pct),
             G::Inline => irq(c.inline_pct),
+            G::Caused | G::RxBytes => traffic_cell(self, c.traffic.as_ref()),
             G::Mem => Cell::plain(fmt_mem(c.mem_bytes)),
             G::Cpus => Cell::plain(if c.cpus.is_empty() { "all" } else { &c.cpus }),
             G::Rx => Cell::plain(fmt_pct(c.rx_on_cpus_pct)),
@@ -249,10 +270,27 @@ impl CgField {
             G::Hidden => irq(t.hidden_pct),
             G::NetRx => irq(t.net_rx_pct()),
             G::Inline => irq(t.inline_pct),
+            G::Caused | G::RxBytes => traffic_cell(self, t.traffic.as_ref()),
             G::Mem => Cell::plain(fmt_mem(t.res_bytes)),
             G::Cpus => Cell::plain(t.affinity.clone()),
             G::Path => Cell::new(format!("cpu {}", t.last_cpu), Tone::Dim),
         }
+    }
+}
+
+/// A traffic figure of a cgroup or a process line: `n/a` where traffic
+/// was not counted, never 0.
+fn traffic_cell(c: CgField, t: Option<&TaskTraffic>) -> Cell {
+    let Some(t) = t else {
+        return Cell::plain("n/a");
+    };
+    match c {
+        G::Caused => Cell::marked(
+            fmt_pct_or_dash(t.caused_pct),
+            t.caused_pct >= 0.05,
+            Tone::NetRx,
+        ),
+        _ => Cell::plain(fmt_rate(t.rx_bytes_per_s)),
     }
 }
 

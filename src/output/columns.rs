@@ -58,6 +58,12 @@ pub enum ProcColumn {
     NetRx,
     Inline,
     IrqRate,
+    /// The receive processing spent delivering to its sockets, wherever
+    /// it ran: the bill nobody sends it (`model::traffic`).
+    Caused,
+    RxBytes,
+    TxBytes,
+    RxPkts,
     Virt,
     Res,
     Shr,
@@ -79,7 +85,7 @@ use ProcColumn as P;
 /// TOP%, TRUE%, STOLEN%, HIDDEN~%, NET_RX%, RES and MEM%: nettop's own
 /// figures first, then the memory an htop user looks for; GAP (TOP% −
 /// TRUE%, readable from the two) and USER come back from 86 columns on.
-pub const PRIORITY: [ProcColumn; 26] = [
+pub const PRIORITY: [ProcColumn; 30] = [
     P::Pid,
     P::Top,
     P::True,
@@ -92,6 +98,8 @@ pub const PRIORITY: [ProcColumn; 26] = [
     P::User,
     P::State,
     P::Time,
+    P::Caused,
+    P::RxBytes,
     P::Softirq,
     P::Hardirq,
     P::Cpu,
@@ -106,6 +114,8 @@ pub const PRIORITY: [ProcColumn; 26] = [
     P::Rebill,
     P::Node,
     P::Affinity,
+    P::TxBytes,
+    P::RxPkts,
 ];
 
 /// What a row needs besides its task: names resolved elsewhere (reading
@@ -170,7 +180,7 @@ pub fn traced(f: &Frame) -> bool {
 
 impl ProcColumn {
     /// Display order (COMMAND last, as in top), which `<`/`>` walk.
-    pub const ALL: [ProcColumn; 28] = [
+    pub const ALL: [ProcColumn; 32] = [
         P::Pid,
         P::User,
         P::Priority,
@@ -189,6 +199,10 @@ impl ProcColumn {
         P::NetRx,
         P::Inline,
         P::IrqRate,
+        P::Caused,
+        P::RxBytes,
+        P::TxBytes,
+        P::RxPkts,
         P::Virt,
         P::Res,
         P::Shr,
@@ -222,6 +236,10 @@ impl ProcColumn {
             P::NetRx => "NET_RX%",
             P::Inline => "INLINE%",
             P::IrqRate => "IRQ/s",
+            P::Caused => "CAUSED%",
+            P::RxBytes => "RXB/s",
+            P::TxBytes => "TXB/s",
+            P::RxPkts => "RXPK/s",
             P::Virt => "VIRT",
             P::Res => "RES",
             P::Shr => "SHR",
@@ -269,6 +287,10 @@ impl ProcColumn {
             P::NetRx => "stolen: NET_RX softirq, part of SI%",
             P::Inline => "softirq it raised itself (e.g. its sends)",
             P::IrqRate => "interruptions per second in its context",
+            P::Caused => "NET_RX time delivering to its sockets, anywhere",
+            P::RxBytes => "bytes per second its receive calls took",
+            P::TxBytes => "bytes per second its send calls gave",
+            P::RxPkts => "packets per second delivered to its sockets",
             P::Virt => "virtual memory: its whole address space",
             P::Res => "resident memory: anonymous, file and shmem pages",
             P::Shr => "the file and shmem part of RES (shareable)",
@@ -303,6 +325,8 @@ impl ProcColumn {
             P::NetRx => 7,
             P::Inline => 7,
             P::IrqRate => 6,
+            P::Caused => 7,
+            P::RxBytes | P::TxBytes | P::RxPkts => 6,
             P::Virt | P::Res | P::Shr | P::MemPct => 5,
             P::Time => 9,
             P::Cpu => 3,
@@ -334,8 +358,24 @@ impl ProcColumn {
     fn traced_only(self) -> bool {
         matches!(
             self,
-            P::Hidden | P::Rebill | P::Sysvec | P::Softirq | P::NetRx | P::Inline | P::IrqRate
+            P::Hidden
+                | P::Rebill
+                | P::Sysvec
+                | P::Softirq
+                | P::NetRx
+                | P::Inline
+                | P::IrqRate
+                | P::Caused
+                | P::RxBytes
+                | P::TxBytes
+                | P::RxPkts
         )
+    }
+
+    /// Counted from the socket tracepoints: `n/a` where they were not
+    /// (a kernel without them, `--no-traffic`, older recordings).
+    fn traffic(self) -> bool {
+        matches!(self, P::Caused | P::RxBytes | P::TxBytes | P::RxPkts)
     }
 
     /// The column's figure, for the percent and rate columns.
@@ -355,13 +395,17 @@ impl ProcColumn {
             P::Inline => t.inline_pct,
             P::IrqRate => t.interruptions_per_s,
             P::MemPct => return t.mem_pct,
+            P::Caused => return t.traffic.as_ref().map(|x| x.caused_pct),
+            P::RxBytes => return t.traffic.as_ref().map(|x| x.rx_bytes_per_s),
+            P::TxBytes => return t.traffic.as_ref().map(|x| x.tx_bytes_per_s),
+            P::RxPkts => return t.traffic.as_ref().map(|x| x.rx_pkts_per_s),
             _ => return None,
         })
     }
 
     /// The cell's text, the same in every front end.
     pub fn text(self, t: &TaskView, cx: &RowCtx) -> String {
-        if !cx.traced && self.traced_only() {
+        if (!cx.traced && self.traced_only()) || (self.traffic() && t.traffic.is_none()) {
             return "n/a".into();
         }
         match self {
@@ -387,6 +431,7 @@ impl ProcColumn {
             // The TUI draws it from its history (`ui::history`).
             P::Trend => String::new(),
             P::IrqRate => fmt_rate(t.interruptions_per_s),
+            P::RxBytes | P::TxBytes | P::RxPkts => fmt_rate(self.value(t).unwrap_or(0.0)),
             // GAP below zero is top under-stating, not a loss: shown as none.
             c => fmt_pct_or_dash(c.value(t).unwrap_or(0.0).max(0.0)),
         }
@@ -401,6 +446,7 @@ impl ProcColumn {
             P::Gap if gap => Tone::Gap,
             P::Stolen if t.stolen_pct >= STOLEN_MARK_PCT => Tone::Stolen,
             P::NetRx if cx.traced && t.net_rx_pct() >= 0.05 => Tone::NetRx,
+            P::Caused if self.value(t).is_some_and(|v| v >= 0.05) => Tone::NetRx,
             _ => Tone::Plain,
         };
         Cell::new(self.text(t, cx), tone)
@@ -438,6 +484,8 @@ impl ProcColumn {
             P::Shr => SortValue::Num(t.shr_bytes.map_or(0, |b| b.saturating_add(1))),
             P::MemPct => SortValue::Num(t.mem_pct.map_or(0, total_order_key)),
             P::Time => SortValue::Num(total_order_key(t.cpu_time_s)),
+            // Not known below every known figure, a 0 included.
+            c if c.traffic() => SortValue::Num(c.value(t).map_or(0, total_order_key)),
             c => SortValue::Num(total_order_key(c.value(t).unwrap_or(0.0))),
         }
     }
@@ -465,6 +513,10 @@ impl ProcColumn {
             P::NetRx => "net_rx",
             P::Inline => "inline",
             P::IrqRate => "irq_s",
+            P::Caused => "caused",
+            P::RxBytes => "rxb_s",
+            P::TxBytes => "txb_s",
+            P::RxPkts => "rxpk_s",
             P::Virt => "virt",
             P::Res => "res",
             P::Shr => "shr",

@@ -10,3 +10,4 @@ pub mod fields;
 pub mod format;
 pub mod json;
 pub mod text;
+pub mod traffic;

@@ -152,6 +152,7 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
         s.cpus_online
     );
     super::devices::cost_line(out, f);
+    super::traffic::summary_line(out, f);
 }
 
 /// Rows in display order: most stolen first, then most CPU by top's
@@ -211,6 +212,7 @@ pub fn render_frame(frame: &Frame, opts: &TextOptions) -> String {
     } else {
         task_table(&mut out, frame, opts);
     }
+    super::traffic::tables(&mut out, frame, opts.group_cgroup);
     out
 }
 

@@ -3,10 +3,11 @@
 //! monotonically like a real busy host's, so frames computed from them are
 //! meaningful.
 
+use crate::sample::traffic::RawRob;
 use crate::sample::{
     BpfHealth, CTX_INLINE, CTX_KSOFTIRQD, CTX_STOLEN, CpuNet, CpuTimes, HostInfo, IrqAcct, NET_RX,
-    ProgStat, RawCgroup, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, Softnet, Source,
-    TaskMem,
+    ProgStat, RawCgroup, RawCpu, RawDevice, RawNapi, RawSample, RawTask, RawTraffic, Regime,
+    RxSplit, SockAcct, Softnet, Source, TaskMem,
 };
 
 /// A finished recording of `samples` at `path` (zstd when `compressed`):
@@ -67,6 +68,20 @@ fn irq(k: u64, w: u64) -> IrqAcct {
     a
 }
 
+/// A busy task's interrupt time and, as a network server's, its traffic.
+fn task_irq(k: u64, w: u64) -> IrqAcct {
+    let mut a = irq(k, w);
+    a.sock = SockAcct {
+        rx_bytes: [k * 2_000_000 * w, k * 300_000 * w, 0],
+        rx_calls: [k * 400 * w, k * 200 * w, 0],
+        tx_bytes: [k * 9_000_000 * w, k * 300_000 * w, 0],
+        tx_calls: [k * 900 * w, k * 200 * w, 0],
+        caused_ns: k * 400_000 * w,
+        caused_pkts: k * 1_600 * w,
+    };
+    a
+}
+
 /// Sample number `k` (1 s apart) of a host with `ntasks` threads on `ncpus` CPUs.
 pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
     let cpus = (0..ncpus)
@@ -98,6 +113,27 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                     net_rx_max_ns: 1_900_000,
                     napi_polls: k * 1400 * w,
                     napi_work: k * 90_000 * w,
+                    rx: RxSplit {
+                        ns: [
+                            k * 2_000_000 * w,
+                            0,
+                            k * 10_000 * w,
+                            0,
+                            0,
+                            k * 1_500_000 * w,
+                            k * 90_000 * w,
+                        ],
+                        units: [
+                            k * 50_000 * w,
+                            0,
+                            k * 200 * w,
+                            0,
+                            0,
+                            k * 30_000 * w,
+                            k * 300 * w,
+                        ],
+                        lost_ns: 0,
+                    },
                     napi_budget_exhausted: k * 400 * w,
                 }),
                 ksoftirqd_tid: Some(10 + c * 8),
@@ -128,7 +164,7 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                 last_cpu: (i % u64::from(ncpus.max(1))) as u32,
                 affinity: format!("0-{}", ncpus.saturating_sub(1)),
                 kthread,
-                irq: (busy > 0).then(|| Box::new(irq(k, 1 + i % 3))),
+                irq: (busy > 0).then(|| Box::new(task_irq(k, 1 + i % 3))),
                 ppid,
                 // Leaders only, as collected (process rows take the
                 // leader's). Real kernel threads have none; synth's
@@ -213,6 +249,24 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
         notes: Vec::new(),
         system: None,
         devices_incomplete: None,
+        // The busy tasks (every 7th) rob each other's neighbours.
+        traffic: RawTraffic {
+            available: true,
+            why: String::new(),
+            robbed: (0..ntasks.min(28) as u32)
+                .step_by(7)
+                .map(|i| RawRob {
+                    victim_tid: 1001 + i,
+                    victim_pid: 1000 + (1 + i) / 4 * 4,
+                    beneficiary_tid: 1000 + i,
+                    beneficiary_pid: 1000 + i / 4 * 4,
+                    beneficiary_cgroup: 0,
+                    ns: k * 200_000 * u64::from(1 + i % 3),
+                    pkts: k * 800 * u64::from(1 + i % 3),
+                })
+                .collect(),
+            cgroups: Vec::new(),
+        },
     }
 }
 

@@ -44,6 +44,10 @@ pub struct Inputs {
     /// u: the host's cost per byte is unknown (its device counters leave
     /// out devices); then `host_bytes` is false.
     pub host_bytes_unknown: bool,
+    /// A: socket traffic is counted (BPF with the socket tracepoints).
+    pub traffic: bool,
+    /// Y: cgroup victim x beneficiary pairs, at most `--top-cgroups`.
+    pub cgroup_pairs: usize,
 }
 
 /// The sample names `--metrics-exclude node-exporter` leaves out (the
@@ -72,6 +76,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
     let c = x.units;
     let bc = b(x.bpf) * c;
     let hc = b(x.hidden) * c;
+    let a = b(x.traffic);
     let mut m: Vec<(&'static str, usize)> = vec![
         ("nettop_host_info", 1),
         ("nettop_sample_timestamp_seconds", 1),
@@ -86,6 +91,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ("nettop_cpu_interruptions_total", 2 * bc),
         ("nettop_cpu_hidden_seconds_total", hc),
         ("nettop_cpu_net_rx_seconds_total", bc),
+        ("nettop_cpu_net_rx_split_seconds_total", 7 * a * c),
         ("nettop_cpu_net_rx_actions_total", bc),
         ("nettop_cpu_net_rx_restarts_total", bc),
         ("nettop_cpu_net_rx_max_seconds", bc),
@@ -117,6 +123,9 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ),
         ("nettop_task_softirq_inline_seconds_total", x.tasks_bpf),
         ("nettop_task_interruptions_total", x.tasks_bpf),
+        ("nettop_task_caused_seconds_total", a * x.tasks),
+        ("nettop_task_socket_receive_bytes_total", a * x.tasks),
+        ("nettop_task_socket_transmit_bytes_total", a * x.tasks),
         ("nettop_task_resident_bytes", x.tasks_mem),
         ("nettop_bpf_map_full_total", b(x.bpf)),
         ("nettop_bpf_map_full_lost_seconds_total", b(x.bpf)),
@@ -160,6 +169,8 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ] {
             m.push((n, g));
         }
+        m.push(("nettop_cgroup_caused_cpu_ratio", a * g));
+        m.push(("nettop_cgroup_robbed_by_cpu_ratio", x.cgroup_pairs));
     }
     m.into_iter()
         .filter(|(n, v)| *v > 0 && !excluded.contains(n))
@@ -168,19 +179,21 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
 
 /// The doc's closed form for a BPF host with a calibration, traffic on
 /// every CPU or node, every task row BPF-accounted and cgroups present:
-/// `(26 + O)·C + S + 3I + 5D + Dₚ + D_b + 8T + T_m + 10G + G_m + 2K + 2R + X + Q + W + F + 11`,
+/// `(26 + 7A + O)·C + S + 3I + 5D + Dₚ + D_b + (8 + 3A)·T + T_m + (10 + A)·G + G_m + Y + 2K + 2R + X + Q + W + F + 11`,
 /// less `13·C + 5D` with the node-exporter preset.
 pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
     let (per_unit, per_device) = if node_exporter { (13, 0) } else { (26, 5) };
-    (per_unit + b(x.own_bpf)) * x.units
+    let a = b(x.traffic);
+    (per_unit + 7 * a + b(x.own_bpf)) * x.units
         + x.softirq
         + 3 * x.napi
         + per_device * x.devices
         + x.devices_per_packet
         + x.devices_per_byte
-        + 8 * x.tasks
+        + (8 + 3 * a) * x.tasks
         + x.tasks_mem
-        + 10 * x.cgroup_rows.unwrap_or(0)
+        + (10 + a) * x.cgroup_rows.unwrap_or(0)
+        + x.cgroup_pairs
         + x.cgroup_mem_rows
         + 2 * x.calibration_classes
         + 2 * x.programs

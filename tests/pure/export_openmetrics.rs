@@ -214,10 +214,17 @@ fn cgroup_metrics_are_bounded_with_the_rest_summed_into_other() {
             .iter()
             .any(|(l, _)| l.iter().any(|(k, v)| *k == "cgroup" && v == "other"))
     );
-    for f in cg
+    // Pairs are bounded by the same number, without an "other".
+    let robbed = cg
         .iter()
-        .filter(|f| f.name != "nettop_cgroups" && f.name != "nettop_cgroup_memory_bytes")
-    {
+        .find(|f| f.name == "nettop_cgroup_robbed_by_cpu_ratio")
+        .unwrap();
+    assert!(robbed.samples.len() <= 50, "{}", robbed.samples.len());
+    for f in cg.iter().filter(|f| {
+        f.name != "nettop_cgroups"
+            && f.name != "nettop_cgroup_memory_bytes"
+            && f.name != "nettop_cgroup_robbed_by_cpu_ratio"
+    }) {
         // 50 cgroups of their own plus one "other": never 500 series.
         assert_eq!(f.samples.len(), 51, "{}", f.name);
         assert!(

@@ -183,6 +183,10 @@ fn inputs(host: &HostInfo, prev: &RawSample, cur: &RawSample, per_node: bool) ->
         programs: cur.health.as_ref().unwrap().programs.len(),
         host_packets: true,
         host_bytes: true,
+        traffic: cur.traffic.available,
+        cgroup_pairs: nettop::model::compute(host, prev, cur)
+            .traffic
+            .map_or(0, |t| t.cgroup_pairs.len().min(50)),
         ..Default::default()
     }
 }
@@ -317,7 +321,7 @@ fn per_node_series_are_their_cpus_folded() {
             );
         }
     }
-    assert_eq!(folded, 19, "per-CPU families");
+    assert_eq!(folded, 20, "per-CPU families");
     let nodes: BTreeSet<&str> = by_node
         .iter()
         .flat_map(|f| &f.samples)

@@ -98,14 +98,14 @@ fn detail_pane_on_small_terminals() {
 #[test]
 fn processes_trend_column() {
     use nettop::output::columns::ProcColumn;
-    let mut a = burst_app(220, 16);
+    let mut a = burst_app(250, 16);
     let at = a
         .columns
         .iter()
         .position(|c| *c == ProcColumn::Stolen)
         .unwrap();
     a.columns.insert(at + 1, ProcColumn::Trend);
-    let s = screen(&a, 220, 16);
+    let s = screen(&a, 250, 16);
     assert!(s.contains("STOLEN HIST"), "{s}");
     let line = s.lines().find(|l| l.contains("openssl")).unwrap();
     assert!(line.contains("▅▆▇▆▅▅▄▄▃▂▂▁"), "{line}");

@@ -169,7 +169,7 @@ fn glyph_rails_mark_ancestors_with_siblings_below() {
     assert_eq!(rails(10), 0, "a child of a root has no ancestor column");
     assert_eq!(rails(100), 0b1, "its parent 10 has 20 below it");
     assert_eq!(rails(1000), 0b10, "100 is last; 10 two up is not");
-    let s = screen(&a, 200, 12);
+    let s = screen(&a, 230, 12);
     for line in ["├─ a", "│  └─ a1", "│     └─ a11", "└─ b"] {
         assert!(
             s.lines()

@@ -481,7 +481,7 @@ fn net_rx_cells_are_highlighted() {
 /// with a marker; kernel threads and processes without one keep their name.
 #[test]
 fn command_lines_on_c() {
-    let mut a = app(240, 16, false);
+    let mut a = app(270, 16, false);
     let mut f = fixtures::busy_host();
     for p in f.processes.iter_mut().filter(|p| p.comm == "nginx") {
         p.cmdline = vec![
@@ -493,10 +493,10 @@ fn command_lines_on_c() {
         ];
     }
     a.push_frame(f);
-    let names = screen(&a, 240, 16);
+    let names = screen(&a, 270, 16);
     assert!(!names.contains("worker process"), "{names}");
     press(&mut a, KeyCode::Char('c'));
-    let lines = screen(&a, 240, 16);
+    let lines = screen(&a, 270, 16);
     assert!(
         lines.contains("nginx: worker process --conf=/etc/nginx/sites/6003.conf"),
         "{lines}"
@@ -507,7 +507,7 @@ fn command_lines_on_c() {
     );
     snap("ui_command_lines", lines);
     press(&mut a, KeyCode::Char('c'));
-    let back = screen(&a, 240, 16);
+    let back = screen(&a, 270, 16);
     assert!(!back.contains("worker process"), "{back}");
 }
 

@@ -489,6 +489,18 @@ impl BpfCollector {
         }
 
         let mut skel = open.load().context("loading BPF programs")?;
+        let no_traffic: Vec<&str> = TRAFFIC_TRACEPOINTS
+            .iter()
+            .copied()
+            .filter(|tp| !usable(tp))
+            .collect();
+        if !opts.sampler_only && !opts.no_traffic && !no_traffic.is_empty() {
+            // Once, here: every frame's traffic columns say n/a.
+            log::warn!(
+                "this kernel has no {} tracepoint (Linux 6.3+): socket traffic, CAUSED% and                  robbed-by are not counted (n/a)",
+                no_traffic.join(", ")
+            );
+        }
         let bss: *mut types::bss = skel
             .maps
             .bss_data

@@ -194,6 +194,7 @@ pub fn regime_note(regime: Regime) -> &'static str {
 mod cpu;
 mod net;
 mod task;
+mod traffic;
 
 use cpu::*;
 use net::*;
@@ -377,13 +378,12 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     summary.net_rx_pct_per_gbps = summary.net_rx_pct_per_gbps.map(fin);
 
     let mut cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
-    super::traffic::fill_cgroups(prev, cur, ctx.dt_ns, &mut cgroups, &processes);
+    traffic::fill_cgroups(prev, cur, ctx.dt_ns, &mut cgroups, &processes);
     let rx: Vec<_> = calcs.values().map(|k| k.net.rx.clone()).collect();
     let net_rx_ns = calcs
         .values()
         .fold(0u64, |s, k| s.saturating_add(k.net.net_rx_ns));
-    let traffic =
-        super::traffic::traffic_view(prev, cur, ctx.dt_ns, &rx, net_rx_ns, &processes, &cgroups);
+    let traffic = traffic::traffic_view(prev, cur, ctx.dt_ns, &rx, net_rx_ns, &processes, &cgroups);
     let mut health = health_view(&ctx, prev, cur);
     health.vanished_tasks = u32::try_from(vanished).unwrap_or(u32::MAX);
     health.notes = cur.notes.clone();

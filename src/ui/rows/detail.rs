@@ -116,6 +116,8 @@ pub struct Pane {
     pub findings: Vec<TaskFinding>,
     /// Physical NICs on its nodes (all of them on a one-node host).
     pub nics: Vec<String>,
+    /// Who robbed it, whom it robbed.
+    pub pairs: super::robbed::Pairs,
 }
 
 /// The pane for `pid` over the newest frame, or what `prev` last knew of
@@ -189,6 +191,7 @@ fn build(t: &TaskView, f: &Frame, facts: &Facts) -> Pane {
         facts_loaded: facts.loaded,
         findings: facts.findings.get(&t.pid).cloned().unwrap_or_default(),
         nics,
+        pairs: super::robbed::pairs(f, t.pid),
     }
 }
 
@@ -280,6 +283,7 @@ fn memory_line(t: &TaskView) -> (LineKind, String) {
 pub fn body_lines(p: &Pane, cx: &RowCtx, replay: bool) -> Vec<(LineKind, String)> {
     let mut out = Vec::new();
     stolen_split(&mut out, &p.task, cx);
+    super::robbed::lines(&mut out, &p.task, &p.pairs);
     workload(&mut out, p);
     placement(&mut out, p);
     findings(&mut out, p);

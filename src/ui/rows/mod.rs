@@ -23,6 +23,7 @@ pub mod detail;
 pub mod devices;
 pub mod pinning;
 pub mod processes;
+pub mod robbed;
 pub mod topology;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

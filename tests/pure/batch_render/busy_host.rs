@@ -293,6 +293,7 @@ fn cpu_net(cpu: u32) -> CpuNet {
             napi_polls: 9000,
             napi_work: 450_000,
             napi_budget_exhausted: 3000,
+            ..Default::default()
         },
         6 => CpuNet {
             net_rx_actions: 2000,
@@ -302,6 +303,7 @@ fn cpu_net(cpu: u32) -> CpuNet {
             napi_polls: 12000,
             napi_work: 700_000,
             napi_budget_exhausted: 9000,
+            ..Default::default()
         },
         _ => CpuNet::default(),
     }
@@ -430,6 +432,7 @@ pub fn sample(cur: bool, bpf: bool) -> RawSample {
         notes: vec![],
         system: None,
         devices_incomplete: None,
+        traffic: Default::default(),
     }
 }
 

@@ -133,6 +133,8 @@ pub const NULLABLE: &[&str] = &[
     "shr_bytes",
     "mem_pct",
     "mem_bytes",
+    "traffic",
+    "ratio",
 ];
 
 /// Every number in the frame is finite. Walked serialised, so no field is
@@ -235,6 +237,7 @@ pub fn bpf_pair() -> (RawSample, RawSample) {
         napi_polls: 1500,
         napi_work: 48000,
         napi_budget_exhausted: 20,
+        ..Default::default()
     });
     c0.softnet = Some(Softnet {
         time_squeeze: 10,

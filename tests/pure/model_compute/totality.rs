@@ -95,6 +95,14 @@ fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
                 ipi_ns: c,
                 tlb_ns: a,
                 timer_ns: b,
+                sock: nettop::sample::SockAcct {
+                    rx_bytes: [a, b, c],
+                    rx_calls: [s[0], s[1], s[2]],
+                    tx_bytes: [c, b, a],
+                    tx_calls: [s[3], s[4], s[5]],
+                    caused_ns: c,
+                    caused_pkts: s[6],
+                },
             }
         }),
     )

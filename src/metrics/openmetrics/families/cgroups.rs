@@ -63,11 +63,13 @@ const RATIOS: [Ratio; 8] = [
 ];
 
 /// The family names [`families`] builds, for `--metrics-exclude`.
-pub(super) const NAMES: [&str; RATIOS.len() + 4] = [
+pub(super) const NAMES: [&str; RATIOS.len() + 6] = [
     COUNT,
     INFO,
     PROCESSES,
     MEMORY,
+    CAUSED,
+    ROBBED,
     RATIOS[0].0,
     RATIOS[1].0,
     RATIOS[2].0,
@@ -81,6 +83,8 @@ const COUNT: &str = "nettop_cgroups";
 const INFO: &str = "nettop_cgroup";
 const PROCESSES: &str = "nettop_cgroup_processes";
 const MEMORY: &str = "nettop_cgroup_memory_bytes";
+const CAUSED: &str = "nettop_cgroup_caused_cpu_ratio";
+const ROBBED: &str = "nettop_cgroup_robbed_by_cpu_ratio";
 
 /// The series' identity: the path, and the Kubernetes names beside the
 /// ids when the node named them (empty, i.e. absent to Prometheus,
@@ -159,6 +163,9 @@ pub fn families(
         }
     }
     out.extend([count, info, procs, memory]);
+    if frame.traffic.is_some() {
+        out.extend(traffic_families(&frame, &rows, top));
+    }
     for (name, help, get) in RATIOS {
         let mut f = Family::new(name, Kind::Gauge, Some("ratio"), help);
         for c in &rows {
@@ -167,4 +174,65 @@ pub fn families(
         out.push(f);
     }
     out
+}
+
+/// Who pays for whose receive processing, by cgroup: each exported
+/// cgroup's CAUSED (by its sockets' cgroup), and the largest victim x
+/// beneficiary pairs, at most `top` of them.
+fn traffic_families(
+    frame: &crate::model::frame::Frame,
+    rows: &[&CgroupView],
+    top: usize,
+) -> Vec<Family> {
+    let mut caused = Family::new(
+        CAUSED,
+        Kind::Gauge,
+        Some("ratio"),
+        "NET_RX time spent delivering to the cgroup's sockets, on any CPU and in any task's context (1 = one CPU), last interval",
+    );
+    for c in rows {
+        if let Some(t) = &c.traffic {
+            caused.push(labels(c), t.caused_pct / 100.0);
+        }
+    }
+    let mut robbed = Family::new(
+        ROBBED,
+        Kind::Gauge,
+        Some("ratio"),
+        "NET_RX time run in the victim cgroup's tasks' context delivering to the beneficiary cgroup's sockets (1 = one CPU), last interval; the largest --top-cgroups pairs",
+    );
+    let by_id: std::collections::HashMap<u64, &CgroupView> =
+        frame.cgroups.iter().map(|c| (c.id, c)).collect();
+    let side = |prefix: &'static str, id: u64, name: &str| -> Vec<(&'static str, String)> {
+        let c = by_id.get(&id);
+        let get = |f: fn(&CgroupView) -> Option<String>| c.and_then(|c| f(c)).unwrap_or_default();
+        let path = c.map_or_else(|| name.to_string(), |c| c.path.clone());
+        match prefix {
+            "victim" => vec![
+                ("victim_cgroup", path),
+                ("victim_namespace", get(|c| c.identity.namespace.clone())),
+                ("victim_pod", get(|c| c.identity.pod.clone())),
+            ],
+            _ => vec![
+                ("beneficiary_cgroup", path),
+                (
+                    "beneficiary_namespace",
+                    get(|c| c.identity.namespace.clone()),
+                ),
+                ("beneficiary_pod", get(|c| c.identity.pod.clone())),
+            ],
+        }
+    };
+    if let Some(t) = &frame.traffic {
+        for p in t.cgroup_pairs.iter().take(top) {
+            let mut l = side("victim", p.victim_cgroup, &p.victim_name);
+            l.extend(side(
+                "beneficiary",
+                p.beneficiary_cgroup,
+                &p.beneficiary_name,
+            ));
+            robbed.push(l, p.pct / 100.0);
+        }
+    }
+    vec![caused, robbed]
 }

@@ -104,6 +104,7 @@ const FAMILIES: &[Def] = &[
     cpu(Counter, "nettop_cpu_interruptions", NO, "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)", Sum, cpu_interruptions),
     cpu(Counter, "nettop_cpu_hidden_seconds", S, "Estimated untraced interrupt cost: interruptions by class x calibrated cost", Sum, cpu_hidden),
     cpu(Counter, "nettop_cpu_net_rx_seconds", S, "Time in NET_RX softirq (net_rx_action), nested hardirqs removed", Sum, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns))),
+    cpu(Counter, "nettop_cpu_net_rx_split_seconds", S, "NET_RX time by what the runs did (bucket: delivered to a read socket, unread, dropped, forwarded, xdp, steered by RPS, no_socket); none where traffic is not counted", Sum, cpu_rx_split),
     cpu(Counter, "nettop_cpu_net_rx_actions", NO, "NET_RX softirq runs", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64)),
     cpu(Counter, "nettop_cpu_net_rx_restarts", NO, "NET_RX re-raised from inside NET_RX (budget or time limit ran out)", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_restarts as f64)),
     cpu(Gauge, "nettop_cpu_net_rx_max_seconds", S, "Longest single NET_RX run since the collector started (per node: on any of its CPUs)", Max, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_max_ns))),
@@ -132,6 +133,9 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_task_rebilled_seconds", S, "CPU time the kernel billed to the threads the task's reschedule IPIs woke though it was the task's (calibrated; TRUE = on-CPU - stolen - hidden + rebilled), top-N tasks", task_rebilled),
     def(Counter, "nettop_task_softirq_inline_seconds", S, "Softirq time the task raised and ran itself, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.softirq_ctx_ns(CTX_INLINE))))),
     def(Counter, "nettop_task_interruptions", NO, "Hardirqs and system vectors that interrupted the task, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| a.interruptions() as f64))),
+    def(Counter, "nettop_task_caused_seconds", S, "NET_RX time spent delivering to the task's sockets, on any CPU and in any task's context (its share of each run, per packet), top-N tasks; none where traffic is not counted", |s, o| task_sock(s, o, |a| secs(a.caused_ns))),
+    def(Counter, "nettop_task_socket_receive_bytes", B, "Bytes the task's receive calls took from inet sockets, top-N tasks; none where traffic is not counted", |s, o| task_sock(s, o, |a| a.rx_bytes_total() as f64)),
+    def(Counter, "nettop_task_socket_transmit_bytes", B, "Bytes the task's send calls gave to inet sockets, top-N tasks; none where traffic is not counted", |s, o| task_sock(s, o, |a| a.tx_bytes_total() as f64)),
     def(Gauge, "nettop_task_resident_bytes", B, "Resident memory (RES: anonymous, file and shmem pages, as /proc/PID/statm counts them; a thread has its process's), top-N tasks; none for a task without an address space", |s, o| per_task(s, o, |t| t.res.map(|b| b as f64))),
     // Collector health.
     def(Counter, "nettop_bpf_map_full", NO, "Interrupt records lost because the task map was full", |s, o| health(s, o, |h| h.map_full as f64)),
@@ -284,6 +288,29 @@ fn task_cpu_seconds(s: &Scrape, o: &mut Samples) {
             let mut l = s.task_labels(t);
             l.push(("mode", mode.into()));
             o.push((l, ticks as f64 / s.tck));
+        }
+    }
+}
+
+/// A task's socket figure, only where the sample counted traffic: a
+/// kernel without the tracepoints has no series, never a 0.
+fn task_sock(s: &Scrape, o: &mut Samples, f: impl Fn(&crate::sample::SockAcct) -> f64) {
+    if s.cur.traffic.available {
+        per_task(s, o, |t| Some(t.irq.as_ref().map_or(0.0, |a| f(&a.sock))));
+    }
+}
+
+fn cpu_rx_split(s: &Scrape, o: &mut Samples) {
+    if !s.cur.traffic.available {
+        return;
+    }
+    for c in &s.cur.cpus {
+        let Some(n) = &c.net else { continue };
+        for (b, name) in crate::sample::traffic::RX_BUCKETS.iter().enumerate() {
+            o.push((
+                vec![("cpu", c.cpu.to_string()), ("bucket", (*name).to_string())],
+                secs(n.rx.ns[b]),
+            ));
         }
     }
 }

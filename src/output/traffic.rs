@@ -1,0 +1,114 @@
+//! Who robs whom, as text: the header's line on where NET_RX time went
+//! (with the conservation check), and the victim x beneficiary tables of
+//! batch text and the TUI's detail pane. Renders `Frame::traffic` only.
+
+use std::fmt::Write as _;
+
+use super::format::{fmt_pct, fmt_rate};
+use crate::model::frame::Frame;
+use crate::model::traffic::{RobPair, TrafficView};
+
+/// Pairs printed per table in batch text.
+pub const BATCH_PAIRS: usize = 10;
+
+/// The header's traffic line: NET_RX time by what it did, and whether the
+/// parts add up. Nothing when traffic is not counted (the collector said
+/// why once, at start; the columns say `n/a`).
+pub fn summary_line(out: &mut String, f: &Frame) {
+    let Some(t) = &f.traffic else {
+        return;
+    };
+    let c = &t.conservation;
+    let mut parts = Vec::new();
+    for b in t.buckets.iter().filter(|b| b.pct >= 0.05) {
+        parts.push(format!("{} {}", b.name, fmt_pct(b.pct)));
+    }
+    let ratio = c
+        .ratio
+        .map_or_else(|| "-".to_string(), |r| format!("{:.1}%", r * 100.0));
+    let _ = writeln!(
+        out,
+        "Traffic: NET_RX {}% of a CPU = {} | CAUSED (tasks) {} + not delivered {} = {} of NET_RX{}",
+        fmt_pct(c.net_rx_pct),
+        if parts.is_empty() {
+            "-".into()
+        } else {
+            parts.join(" + ")
+        },
+        fmt_pct(c.caused_pct),
+        fmt_pct(c.buckets_pct),
+        ratio,
+        if c.lost_pct >= 0.05 {
+            format!(" (charged to no task {})", fmt_pct(c.lost_pct))
+        } else {
+            String::new()
+        },
+    );
+}
+
+/// One pair as a line: `victim <- beneficiary  pct  pkts/s`.
+pub fn pair_line(p: &RobPair) -> String {
+    format!(
+        "{:>7} {:<15} <- {:>7} {:<15} {:>6}% {:>7} pkt/s",
+        p.victim_pid,
+        p.victim_comm,
+        p.beneficiary_pid,
+        p.beneficiary_comm,
+        fmt_pct(p.pct),
+        fmt_rate(p.pkts_per_s)
+    )
+}
+
+/// The pairs a victim was robbed by, largest first.
+pub fn robbed_by(t: &TrafficView, victim: u32) -> Vec<&RobPair> {
+    t.robbed.iter().filter(|p| p.victim_pid == victim).collect()
+}
+
+/// The victims a beneficiary robbed, largest first.
+pub fn robbed(t: &TrafficView, beneficiary: u32) -> Vec<&RobPair> {
+    t.robbed
+        .iter()
+        .filter(|p| p.beneficiary_pid == beneficiary)
+        .collect()
+}
+
+/// Batch text's tables after the task (or cgroup) table: process pairs,
+/// or cgroup pairs with `--group cgroup`.
+pub fn tables(out: &mut String, f: &Frame, cgroups: bool) {
+    let Some(t) = &f.traffic else { return };
+    if cgroups {
+        if t.cgroup_pairs.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "\nROBBED BY (cgroups: NET_RX run in the victim's tasks, delivering to the beneficiary's sockets)"
+        );
+        for p in t.cgroup_pairs.iter().take(BATCH_PAIRS) {
+            let _ = writeln!(
+                out,
+                "{:<40} <- {:<40} {:>6}% {:>7} pkt/s",
+                p.victim_name,
+                p.beneficiary_name,
+                fmt_pct(p.pct),
+                fmt_rate(p.pkts_per_s)
+            );
+        }
+        return;
+    }
+    if t.robbed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nROBBED BY (NET_RX run in the victim's context, delivering to the beneficiary's sockets)"
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:<15}    {:>7} {:<15} {:>7} {:>13}",
+        "VICTIM", "", "BENEFIT", "", "NET_RX", "PACKETS"
+    );
+    for p in t.robbed.iter().take(BATCH_PAIRS) {
+        let _ = writeln!(out, "{}", pair_line(p));
+    }
+}
