@@ -69,6 +69,24 @@ pub(super) fn compute(t: &HostTopology, r: &Report, ev: &Evidence, load: &Load) 
             affinity: th.affinity.clone(),
         })
         .collect();
+    // Robbed processes whose receive work the plan steers away are
+    // measured before and after too.
+    if changes.iter().any(|c| c.kind == Kind::Rps) {
+        victims.extend(
+            load.robbed
+                .iter()
+                .filter(|r| r.pct >= STEER_MIN_PCT)
+                .filter(|r| {
+                    rps_after.contains(r.beneficiary_cpu) && !rps_after.contains(r.victim_cpu)
+                })
+                .map(|r| Victim {
+                    pid: r.victim_pid,
+                    tid: r.victim_pid,
+                    comm: r.victim_comm.clone(),
+                    affinity: r.victim_affinity.clone(),
+                }),
+        );
+    }
     victims.sort_by_key(|v| v.tid);
     victims.dedup_by_key(|v| v.tid);
     Plan {
@@ -141,12 +159,18 @@ fn steering(t: &HostTopology, cpus: &Cpus, load: &Load, out: &mut Vec<Change>) -
                     to = CpuSet::from_cpus(pick.into_iter().take(to.len()));
                 }
             }
+            let steer = to_beneficiaries(cur, cpus, node.as_ref(), load);
+            if let Some((cpus_to, _)) = &steer {
+                to = to.difference(&robbed_cpus(load, cur)).union(cpus_to);
+            }
             after = after.union(&to);
             if &to == cur {
                 continue;
             }
             let path = format!("/sys/class/net/{}/queues/rx-{}/rps_cpus", nic.name, q.queue);
-            let why = if to.is_empty() {
+            let why = if let Some((_, why)) = steer {
+                format!("RPS of {} rx-{}: {why}", nic.label(), q.queue)
+            } else if to.is_empty() {
                 format!(
                     "RPS off for {} rx-{}: receive work stays on the CPU that took the packet \
                      instead of CPU {} (busy pinned, isolated or their SMT sibling)",
@@ -183,6 +207,54 @@ fn steering(t: &HostTopology, cpus: &Cpus, load: &Load, out: &mut Vec<Change>) -
         }
     }
     after
+}
+
+/// Receive work stolen from a process below this share of a CPU is left
+/// where it is: moving it would not pay for the change.
+pub const STEER_MIN_PCT: f64 = 1.0;
+
+/// The CPUs of `mask` where some process lost at least [`STEER_MIN_PCT`]
+/// to another's receive work.
+fn robbed_cpus(load: &Load, mask: &CpuSet) -> CpuSet {
+    CpuSet::from_cpus(
+        load.robbed
+            .iter()
+            .filter(|r| r.pct >= STEER_MIN_PCT && mask.contains(r.victim_cpu))
+            .map(|r| r.victim_cpu),
+    )
+}
+
+/// When the receive work an RPS mask sends to a CPU is stolen there from
+/// a process for the sockets of processes that run on other CPUs: those
+/// CPUs (the beneficiaries', where RFS would take each flow), and why.
+/// Beneficiary CPUs that are protected, shadowed, off the NIC's node or a
+/// robbed CPU themselves are not offered; `None` when none is left.
+fn to_beneficiaries(
+    mask: &CpuSet,
+    cpus: &Cpus,
+    node: Option<&CpuSet>,
+    load: &Load,
+) -> Option<(CpuSet, String)> {
+    let robbed = robbed_cpus(load, mask);
+    let theirs: Vec<&crate::plan::Robbery> = load
+        .robbed
+        .iter()
+        .filter(|r| r.pct >= STEER_MIN_PCT && robbed.contains(r.victim_cpu))
+        .filter(|r| !robbed.contains(r.beneficiary_cpu))
+        .filter(|r| !cpus.protected.contains(r.beneficiary_cpu))
+        .filter(|r| !cpus.shadow.contains(r.beneficiary_cpu))
+        .filter(|r| node.is_none_or(|n| n.contains(r.beneficiary_cpu)))
+        .collect();
+    let first = theirs.first()?;
+    let to = CpuSet::from_cpus(theirs.iter().map(|r| r.beneficiary_cpu));
+    let pct: f64 = theirs.iter().map(|r| r.pct).sum();
+    Some((
+        to.clone(),
+        format!(
+            "steered to CPU {to}, where its receivers run ({} {} and others): its receive work              ran on CPU {robbed} in the time of {} {} and others ({pct:.1} % of a CPU)",
+            first.beneficiary_comm, first.beneficiary_pid, first.victim_comm, first.victim_pid
+        ),
+    ))
 }
 
 /// One RPS or XPS mask written in the NIC's namespace: `(from, to)`.

@@ -128,6 +128,7 @@ impl Observed {
                     .collect(),
                 cpu_net_rx_pct: f.cpus.iter().map(|c| (c.cpu, net_rx(c))).collect(),
                 measured: Some(format!("measured {:.1} s", f.interval_s)),
+                robbed: robberies(f),
             },
             threads: f
                 .finest_rows()
@@ -155,6 +156,31 @@ impl Observed {
             stolen_pct: self.threads.iter().map(|(&t, &(_, s))| (t, s)).collect(),
         }
     }
+}
+
+/// The frame's robbed-by pairs with where each side runs (pairs whose
+/// processes are not in the frame are left out).
+fn robberies(f: &Frame) -> Vec<super::Robbery> {
+    let Some(t) = &f.traffic else {
+        return Vec::new();
+    };
+    let row = |pid: u32| f.processes.iter().find(|p| p.pid == pid);
+    t.robbed
+        .iter()
+        .filter_map(|r| {
+            let (v, b) = (row(r.victim_pid)?, row(r.beneficiary_pid)?);
+            Some(super::Robbery {
+                victim_pid: r.victim_pid,
+                victim_comm: r.victim_comm.clone(),
+                victim_cpu: v.last_cpu,
+                victim_affinity: CpuSet::parse_list(&v.affinity).unwrap_or_default(),
+                beneficiary_pid: r.beneficiary_pid,
+                beneficiary_comm: r.beneficiary_comm.clone(),
+                beneficiary_cpu: b.last_cpu,
+                pct: r.pct,
+            })
+        })
+        .collect()
 }
 
 /// The planner's view of a measured frame ([`Observed::fold`]).

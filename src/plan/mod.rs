@@ -143,6 +143,24 @@ pub struct Load {
     pub cpu_net_rx_pct: BTreeMap<u32, f64>,
     /// "measured 1.0 s", or `None` for configuration only.
     pub measured: Option<String>,
+    /// NET_RX time that ran in one process's time for another's sockets
+    /// (the frame's robbed-by pairs), largest first.
+    pub robbed: Vec<Robbery>,
+}
+
+/// A victim robbed by a beneficiary's receive work, and where each runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Robbery {
+    pub victim_pid: u32,
+    pub victim_comm: String,
+    /// The CPU it last ran on (where its time was taken).
+    pub victim_cpu: u32,
+    pub victim_affinity: CpuSet,
+    pub beneficiary_pid: u32,
+    pub beneficiary_comm: String,
+    pub beneficiary_cpu: u32,
+    /// % of one CPU.
+    pub pct: f64,
 }
 
 /// The plan for a host. `evidence` must be the one `report` was made with.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod calibration;
+pub mod cgroups;
 pub mod k8s;
 pub mod mount;
 pub mod netns;
@@ -14,6 +15,7 @@ pub mod screen;
 #[macro_use]
 pub mod tier;
 pub mod tmux;
+pub mod udp;
 pub mod victim;
 pub mod xdp_pass;
 

@@ -75,7 +75,7 @@ fn remove_stale() {
 }
 
 /// SIGKILLs every process still running inside namespace `ns`.
-fn kill_pids_in(ns: &str) {
+pub fn kill_pids_in(ns: &str) {
     if let Ok(out) = ip(&["netns", "pids", ns]) {
         for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
             if let Ok(pid) = pid.parse::<i32>() {

@@ -28,6 +28,7 @@ mod service_disk;
 mod service_live;
 mod task_sampler;
 mod thread_list;
+mod traffic_live;
 mod xdp_mode;
 
 // Files of the pure tier with cases of this one.
@@ -45,5 +46,9 @@ mod hostile_files;
 mod hostile_serve;
 
 fn main() -> std::process::ExitCode {
+    // Re-executed as one end of a traffic test's flows (`common::udp`).
+    if let Some(code) = common::udp::role_from_env() {
+        return code;
+    }
     common::tier::main(common::tier::Threads::One)
 }

@@ -387,3 +387,63 @@ impl WithSource for Plan {
         }
     }
 }
+
+/// A robbery on the busy host's eth0 rx-0 RPS target (CPU 10): `pct` of a
+/// CPU stolen from pid 700 there for the sockets of pid 800 on `to_cpu`.
+fn robbed_load(to_cpu: u32, pct: f64) -> Load {
+    Load {
+        measured: Some("measured 1.0 s".into()),
+        robbed: vec![plan::Robbery {
+            victim_pid: 700,
+            victim_comm: "victim".into(),
+            victim_cpu: 10,
+            victim_affinity: set("10"),
+            beneficiary_pid: 800,
+            beneficiary_comm: "receiver".into(),
+            beneficiary_cpu: to_cpu,
+            pct,
+        }],
+        ..Default::default()
+    }
+}
+
+fn rps_of(p: &Plan, queue: &str) -> Option<String> {
+    p.changes
+        .iter()
+        .find(|c| c.kind == Kind::Rps && c.target == queue)
+        .map(|c| c.to.clone())
+}
+
+/// Receive work stolen from one process for another's sockets is steered
+/// to where the receiver runs, and the robbed process is measured before
+/// and after; a trickle, or a receiver on a protected CPU, leaves the
+/// mask as the other rules make it.
+#[test]
+fn receive_work_is_steered_to_the_cpus_of_those_it_is_for() {
+    let t = machine("four_nic");
+    let q = "/sys/class/net/eth0/queues/rx-0/rps_cpus";
+    let p = plan_with(&t, &robbed_load(6, 5.0));
+    assert_eq!(
+        rps_of(&p, q).as_deref(),
+        Some("00000040"),
+        "{:#?}",
+        p.changes
+    );
+    let c = p.changes.iter().find(|c| c.target == q).unwrap();
+    assert!(
+        c.why.contains("receiver 800") && c.why.contains("victim 700"),
+        "{}",
+        c.why
+    );
+    assert!(p.victims.iter().any(|v| v.pid == 700), "{:?}", p.victims);
+    // Below the threshold: as without a load (CPU 10 kept, 5 dropped).
+    assert_eq!(
+        rps_of(&plan_with(&t, &robbed_load(6, 0.5)), q).as_deref(),
+        Some("00000400")
+    );
+    // The receiver on a busy pinned thread's CPU: not offered.
+    assert_eq!(
+        rps_of(&plan_with(&t, &robbed_load(4, 5.0)), q).as_deref(),
+        Some("00000400")
+    );
+}
