@@ -186,7 +186,13 @@ fn inputs(host: &HostInfo, prev: &RawSample, cur: &RawSample, per_node: bool) ->
         traffic: cur.traffic.available,
         cgroup_pairs: nettop::model::compute(host, prev, cur)
             .traffic
-            .map_or(0, |t| t.cgroup_pairs.len().min(50)),
+            .map_or(0, |t| {
+                t.cgroup_pairs
+                    .iter()
+                    .filter(|p| p.victim_cgroup != p.beneficiary_cgroup)
+                    .count()
+                    .min(50)
+            }),
         ..Default::default()
     }
 }

@@ -199,7 +199,7 @@ fn traffic_families(
         ROBBED,
         Kind::Gauge,
         Some("ratio"),
-        "NET_RX time run in the victim cgroup's tasks' context delivering to the beneficiary cgroup's sockets (1 = one CPU), last interval; the largest --top-cgroups pairs",
+        "NET_RX time run in the victim cgroup's tasks' context delivering to another (beneficiary) cgroup's sockets (1 = one CPU), last interval; the largest --top-cgroups pairs",
     );
     let by_id: std::collections::HashMap<u64, &CgroupView> =
         frame.cgroups.iter().map(|c| (c.id, c)).collect();
@@ -210,11 +210,13 @@ fn traffic_families(
         match prefix {
             "victim" => vec![
                 ("victim_cgroup", path),
+                ("victim_pod_uid", get(|c| c.identity.pod_uid.clone())),
                 ("victim_namespace", get(|c| c.identity.namespace.clone())),
                 ("victim_pod", get(|c| c.identity.pod.clone())),
             ],
             _ => vec![
                 ("beneficiary_cgroup", path),
+                ("beneficiary_pod_uid", get(|c| c.identity.pod_uid.clone())),
                 (
                     "beneficiary_namespace",
                     get(|c| c.identity.namespace.clone()),
@@ -224,7 +226,14 @@ fn traffic_families(
         }
     };
     if let Some(t) = &frame.traffic {
-        for p in t.cgroup_pairs.iter().take(top) {
+        // Two different cgroups: a pod robbed by its own traffic pays its
+        // own bill (its CAUSED).
+        for p in t
+            .cgroup_pairs
+            .iter()
+            .filter(|p| p.victim_cgroup != p.beneficiary_cgroup)
+            .take(top)
+        {
             let mut l = side("victim", p.victim_cgroup, &p.victim_name);
             l.extend(side(
                 "beneficiary",
