@@ -29,6 +29,22 @@ pub(crate) fn header(app: &App) -> String {
 }
 
 pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
+    // Who robs whom between cgroups, under the table when all of it fits.
+    let mut area = area;
+    if let Some(frame) = &app.frame {
+        let pairs = super::robbed::pairs(frame);
+        let below = super::robbed::height(pairs.len());
+        let table = app.cg_rows.len() as u16 + 1;
+        if below > 0 && table.saturating_add(below) <= area.height {
+            let split = Rect {
+                y: area.y + area.height - below,
+                height: below,
+                ..area
+            };
+            area.height -= below;
+            super::robbed::draw(f, &pairs, s, split);
+        }
+    }
     let cols: Vec<CgField> = fitting(area.width);
     let bpf = app.frame.as_ref().is_none_or(traced);
     let (header, widths) = field_head(&cols, |c| c.header(bpf).into(), s);

@@ -6,7 +6,7 @@
 //! | view | file |
 //! |---|---|
 //! | Processes | [`processes`] |
-//! | Processes grouped by cgroup (`C`) | [`cgroups`] |
+//! | Processes grouped by cgroup (`C`) | [`cgroups`], with who robs whom under it ([`robbed`]) |
 //! | CPUs | [`cpus`] |
 //! | Devices/NAPI | [`devices`] |
 //! | Topology | [`topology`] |
@@ -23,6 +23,7 @@ pub mod detail;
 pub mod devices;
 pub mod pinning;
 pub mod processes;
+mod robbed;
 mod table;
 pub mod topology;
 
