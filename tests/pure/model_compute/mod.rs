@@ -12,6 +12,7 @@ mod fixtures;
 mod net;
 mod task;
 mod totality;
+mod traffic;
 
 use fixtures::*;
 
