@@ -68,7 +68,7 @@ impl TaskTraffic {
 /// One bucket of NET_RX time.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct RxBucket {
-    /// One of [`RX_BUCKETS`].
+    /// One of [`crate::sample::traffic::RX_BUCKETS`].
     pub name: String,
     /// % of one CPU, all CPUs summed.
     pub pct: f64,
