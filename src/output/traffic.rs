@@ -46,10 +46,10 @@ pub fn summary_line(out: &mut String, f: &Frame) {
     );
 }
 
-/// One pair as a line: `victim <- beneficiary  pct  pkts/s`.
+/// One pair as a line, under [`PAIR_HEADER`]'s columns.
 pub fn pair_line(p: &RobPair) -> String {
     format!(
-        "{:>7} {:<15} <- {:>7} {:<15} {:>6}% {:>7} pkt/s",
+        "{:>7} {:<15} <- {:>7} {:<15} {:>7} {:>9}",
         p.victim_pid,
         p.victim_comm,
         p.beneficiary_pid,
@@ -58,6 +58,17 @@ pub fn pair_line(p: &RobPair) -> String {
         fmt_rate(p.pkts_per_s)
     )
 }
+
+/// The columns of [`pair_line`].
+pub fn pair_header() -> String {
+    format!(
+        "{:>7} {:<15}    {:>7} {:<15} {:>7} {:>9}",
+        "PID", "VICTIM", "PID", "ROBBED BY", "NET_RX%", "PKT/s"
+    )
+}
+
+/// Pairs below this share of a CPU are left out of batch text's tables.
+const BATCH_MIN_PCT: f64 = 0.05;
 
 /// The pairs a victim was robbed by, largest first.
 pub fn robbed_by(t: &TrafficView, victim: u32) -> Vec<&RobPair> {
@@ -77,17 +88,28 @@ pub fn robbed(t: &TrafficView, beneficiary: u32) -> Vec<&RobPair> {
 pub fn tables(out: &mut String, f: &Frame, cgroups: bool) {
     let Some(t) = &f.traffic else { return };
     if cgroups {
-        if t.cgroup_pairs.is_empty() {
+        let pairs: Vec<_> = t
+            .cgroup_pairs
+            .iter()
+            .filter(|p| p.pct >= BATCH_MIN_PCT)
+            .take(BATCH_PAIRS)
+            .collect();
+        if pairs.is_empty() {
             return;
         }
         let _ = writeln!(
             out,
             "\nROBBED BY (cgroups: NET_RX run in the victim's tasks, delivering to the beneficiary's sockets)"
         );
-        for p in t.cgroup_pairs.iter().take(BATCH_PAIRS) {
+        let _ = writeln!(
+            out,
+            "{:<40}    {:<40} {:>7} {:>9}",
+            "VICTIM", "ROBBED BY", "NET_RX%", "PKT/s"
+        );
+        for p in pairs {
             let _ = writeln!(
                 out,
-                "{:<40} <- {:<40} {:>6}% {:>7} pkt/s",
+                "{:<40} <- {:<40} {:>7} {:>9}",
                 p.victim_name,
                 p.beneficiary_name,
                 fmt_pct(p.pct),
@@ -96,19 +118,21 @@ pub fn tables(out: &mut String, f: &Frame, cgroups: bool) {
         }
         return;
     }
-    if t.robbed.is_empty() {
+    let pairs: Vec<_> = t
+        .robbed
+        .iter()
+        .filter(|p| p.pct >= BATCH_MIN_PCT)
+        .take(BATCH_PAIRS)
+        .collect();
+    if pairs.is_empty() {
         return;
     }
     let _ = writeln!(
         out,
         "\nROBBED BY (NET_RX run in the victim's context, delivering to the beneficiary's sockets)"
     );
-    let _ = writeln!(
-        out,
-        "{:>7} {:<15}    {:>7} {:<15} {:>7} {:>13}",
-        "VICTIM", "", "BENEFIT", "", "NET_RX", "PACKETS"
-    );
-    for p in t.robbed.iter().take(BATCH_PAIRS) {
+    let _ = writeln!(out, "{}", pair_header());
+    for p in pairs {
         let _ = writeln!(out, "{}", pair_line(p));
     }
 }

@@ -54,6 +54,20 @@ fn thread_pairs_add_up_to_process_pairs() {
     assert!((pair(1008, 1004).pct - 0.2).abs() < 1e-9);
     assert_eq!(t.robbed.len(), 2, "{:?}", t.robbed);
     assert!(t.robbed[0].pct >= t.robbed[1].pct, "largest first");
+    // Batch text lists them under the task table, largest first.
+    let f = compute(&synth::host(2), &p, &c);
+    let text = nettop::output::text::render_frame(&f, &Default::default());
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("ROBBED BY"))
+        .collect();
+    assert!(table.len() >= 4, "{text}");
+    assert!(
+        table[2].trim_start().starts_with("1000 ") && table[2].contains("<-    1004"),
+        "{}",
+        table[2]
+    );
+    assert!(table[2].contains("    0.4"), "{}", table[2]);
 }
 
 #[test]
