@@ -22,7 +22,7 @@ use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 work (NET_RX above all) the kernel ran in its context and charged to it. Interactive by default; \
 -b for batch text, --record/--replay for evidence, --pinning-check to lint CPU affinity.",
     group(ArgGroup::new("counted").args(["batch", "record", "serve"]).multiple(true)),
-    group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "no_traffic", "sysroot"]).multiple(true)),
+    group(ArgGroup::new("live_only").args(["no_bpf", "bpf_stats", "traffic", "sysroot"]).multiple(true)),
     group(ArgGroup::new("metrics_out").args(["serve", "export"]).multiple(true)),
     group(ArgGroup::new("report").args(["pinning_check", "plan"]).multiple(true)),
     group(ArgGroup::new("changes").args(["apply", "revert"]).multiple(true)),
@@ -118,11 +118,11 @@ pub struct Cli {
     #[arg(long = "no-bpf", conflicts_with = "pinning_check")]
     pub no_bpf: bool,
 
-    /// Do not count socket traffic (RX/TX, CAUSED%, robbed-by): the
-    /// socket tracepoints cost a little on every send and receive call
-    /// (BENCHMARKS "Socket traffic").
-    #[arg(long = "no-traffic", conflicts_with_all = ["no_bpf", "pinning_check"])]
-    pub no_traffic: bool,
+    /// Count socket traffic: RX/TX per task and cgroup, CAUSED% and who
+    /// robs whom. Off by default: it traces every send and receive call,
+    /// about half a microsecond each (BENCHMARKS "Socket traffic").
+    #[arg(long = "traffic", conflicts_with_all = ["no_bpf", "pinning_check"])]
+    pub traffic: bool,
 
     /// Enable kernel BPF run-time statistics while running (restored on exit)
     /// so nettop reports its own BPF cost, in all and per CPU (BPF%).

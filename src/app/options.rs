@@ -20,7 +20,7 @@ pub fn collector(cli: &Cli) -> CollectorOptions {
         no_bpf: cli.no_bpf,
         pids: cli.pids.clone(),
         bpf_stats: cli.bpf_stats,
-        no_traffic: cli.no_traffic,
+        traffic: cli.traffic,
         threads: cli.threads,
         no_task_sampler: std::env::var_os("NETTOP_NO_TASK_SAMPLER").is_some(),
     }

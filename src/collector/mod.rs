@@ -29,8 +29,8 @@ pub struct CollectorOptions {
     pub pids: Vec<u32>,
     /// Keep kernel BPF run-time stats on while running.
     pub bpf_stats: bool,
-    /// Leave the socket traffic programs out.
-    pub no_traffic: bool,
+    /// Load the socket traffic programs.
+    pub traffic: bool,
     /// Thread rows too (`-H`, tree view). Without it a sample holds one
     /// row per process and costs nothing per thread beyond the kernel's.
     pub threads: bool,
@@ -91,7 +91,7 @@ impl Collector {
             let bpf = BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
-                no_traffic: opts.no_traffic,
+                traffic: opts.traffic,
                 max_tasks: Some(task_map_size(thread_count(&opts.sysroot))),
                 no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()

@@ -196,6 +196,12 @@ impl CgField {
         }
     }
 
+    /// Drawn for frame `f`: the traffic columns only when it counted
+    /// traffic (as the task table's, `columns::shown`).
+    pub fn shown(self, f: Option<&Frame>) -> bool {
+        !matches!(self, G::Caused | G::RxBytes) || f.is_some_and(|f| f.traffic.is_some())
+    }
+
     /// Only a tracer measures it: `n/a` without BPF.
     fn traced_only(self) -> bool {
         matches!(
@@ -309,7 +315,10 @@ pub fn rows(f: &Frame, max_rows: usize) -> &[CgroupView] {
 /// [`CgField`], a line per cgroup.
 pub fn table(out: &mut String, f: &Frame, max_rows: usize) {
     let traced = f.source == Source::Bpf;
-    let cols: Vec<CgField> = batch_columns();
+    let cols: Vec<CgField> = batch_columns::<CgField>()
+        .into_iter()
+        .filter(|c| c.shown(Some(f)))
+        .collect();
     out.push('\n');
     text_line(out, &cols, |c| c.header(traced).into());
     if f.cgroups.is_empty() {

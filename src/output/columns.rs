@@ -173,6 +173,12 @@ fn signed_key(v: Option<i32>) -> u64 {
     v.map_or(0, |v| (i64::from(v) - i64::from(i32::MIN) + 1) as u64)
 }
 
+/// Whether column `c` is drawn for frame `f`: the traffic columns only
+/// when the frame counted traffic.
+pub fn shown(f: Option<&Frame>, c: ProcColumn) -> bool {
+    !c.traffic() || f.is_some_and(|f| f.traffic.is_some())
+}
+
 /// `traced` for a frame: BPF measured its interrupt figures.
 pub fn traced(f: &Frame) -> bool {
     f.source == Source::Bpf
@@ -373,8 +379,10 @@ impl ProcColumn {
     }
 
     /// Counted from the socket tracepoints: `n/a` where they were not
-    /// (a kernel without them, `--no-traffic`, older recordings).
-    fn traffic(self) -> bool {
+    /// (without `--traffic`, a kernel without them, older recordings).
+    /// Front ends leave these columns out of a frame without traffic
+    /// ([`shown`]): a column of `n/a` on every row says nothing.
+    pub fn traffic(self) -> bool {
         matches!(self, P::Caused | P::RxBytes | P::TxBytes | P::RxPkts)
     }
 

@@ -193,7 +193,10 @@ fn task_table(out: &mut String, f: &Frame, o: &TextOptions) {
         traced: columns::traced(f),
         cmdline: o.cmdline,
     };
-    let cols: Vec<ProcColumn> = batch_columns();
+    let cols: Vec<ProcColumn> = batch_columns()
+        .into_iter()
+        .filter(|c| columns::shown(Some(f), *c))
+        .collect();
     out.push('\n');
     text_line(out, &cols, |c| c.header(cx.traced, o.threads));
     for t in sorted_rows(f, o) {

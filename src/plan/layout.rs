@@ -251,7 +251,8 @@ fn to_beneficiaries(
     Some((
         to.clone(),
         format!(
-            "steered to CPU {to}, where its receivers run ({} {} and others): its receive work              ran on CPU {robbed} in the time of {} {} and others ({pct:.1} % of a CPU)",
+            "steered to CPU {to}, where its receivers run ({} {} and others): its receive work \
+             ran on CPU {robbed} in the time of {} {} and others ({pct:.1} % of a CPU)",
             first.beneficiary_comm, first.beneficiary_pid, first.victim_comm, first.victim_pid
         ),
     ))

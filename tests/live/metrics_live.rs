@@ -88,7 +88,7 @@ fn inputs(n: &BTreeMap<String, usize>, cpus: usize, bpf: bool) -> Inputs {
         host_packets: get("nettop_net_rx_per_packet_seconds") > 0,
         host_bytes: get("nettop_net_rx_per_byte_seconds") > 0,
         host_bytes_unknown: get("nettop_net_rx_per_byte_unknown_info") > 0,
-        traffic: bpf,
+        traffic: false,
         cgroup_pairs: get("nettop_cgroup_robbed_by_cpu_ratio"),
     }
 }

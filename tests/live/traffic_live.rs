@@ -43,7 +43,15 @@ const FRAMES: u32 = 10;
 fn nettop(frames: u32) -> Command {
     let mut c = Command::new("nice");
     c.args(["-n", "-20", env!("CARGO_BIN_EXE_nettop")])
-        .args(["-b", "--json", "-d", "1", "-n", &frames.to_string()])
+        .args([
+            "-b",
+            "--json",
+            "--traffic",
+            "-d",
+            "1",
+            "-n",
+            &frames.to_string(),
+        ])
         .env("NETTOP_CACHE_DIR", common::cache_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -79,8 +79,9 @@ pub struct BpfOptions {
     /// Keep `kernel.bpf_stats_enabled` on while we run (via an fd the kernel
     /// drops when we exit, even on kill -9), so per-program cost is reported.
     pub stats: bool,
-    /// Do not load the socket traffic programs ([`TRAFFIC_PROGRAMS`]).
-    pub no_traffic: bool,
+    /// Load the socket traffic programs ([`TRAFFIC_PROGRAMS`]): off by
+    /// default, they cost every send and receive call.
+    pub traffic: bool,
     /// Tests: load raw_tp programs with the fake clock and attach nothing.
     #[cfg(feature = "testing")]
     pub test_clock: bool,
@@ -172,8 +173,8 @@ pub const RUN_HANDLERS: [&str; NR_RUNS] = [
 pub const TRAFFIC_TRACEPOINTS: [&str; 3] =
     ["sock_recv_length", "sock_send_length", "sk_data_ready"];
 
-/// Every tracepoint only the traffic figures need: `--no-traffic` loads
-/// none of them.
+/// Every tracepoint only the traffic figures need: loaded with
+/// `--traffic` only.
 pub const TRAFFIC_PROGRAMS: [&str; 9] = [
     "sock_recv_length",
     "sock_send_length",
@@ -246,7 +247,7 @@ pub struct BpfCollector {
     sampler: Option<Link>,
     /// Why the task sampler is not available.
     sampler_error: Option<String>,
-    /// The traffic programs were left out on purpose (`--no-traffic`).
+    /// The traffic programs were left out on purpose (no `--traffic`).
     traffic_off: bool,
     /// Pass number written into the map entries each pass sees.
     sample_gen: u64,
@@ -481,7 +482,7 @@ impl BpfCollector {
             let load = match section.split_once('/') {
                 Some(("iter", _)) => sampler && !opts.test_clock(),
                 _ if opts.sampler_only => false,
-                Some((_, tp)) if opts.no_traffic && TRAFFIC_PROGRAMS.contains(&tp) => false,
+                Some((_, tp)) if !opts.traffic && TRAFFIC_PROGRAMS.contains(&tp) => false,
                 Some((flavour, tp)) => flavour == mode.prefix() && usable(tp),
                 None => section == "raw_tp",
             };
@@ -494,7 +495,7 @@ impl BpfCollector {
             .copied()
             .filter(|tp| !usable(tp))
             .collect();
-        if !opts.sampler_only && !opts.no_traffic && !no_traffic.is_empty() {
+        if !opts.sampler_only && opts.traffic && !no_traffic.is_empty() {
             // Once, here: every frame's traffic columns say n/a.
             log::warn!(
                 "this kernel has no {} tracepoint (Linux 6.3+): socket traffic, CAUSED% and                  robbed-by are not counted (n/a)",
@@ -586,7 +587,7 @@ impl BpfCollector {
             missing,
             sampler: sampler_link,
             sampler_error: None,
-            traffic_off: opts.no_traffic,
+            traffic_off: !opts.traffic,
             sample_gen: 0,
             stale: Vec::new(),
             stats_fd,

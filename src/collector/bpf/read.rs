@@ -87,7 +87,7 @@ impl BpfCollector {
         if self.traffic_off {
             return Ok(RawTraffic {
                 available: false,
-                why: "not counted (--no-traffic)".into(),
+                why: "not counted (start nettop with --traffic)".into(),
                 ..Default::default()
             });
         }

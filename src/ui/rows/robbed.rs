@@ -48,7 +48,7 @@ pub fn lines(out: &mut Vec<(LineKind, String)>, t: &TaskView, p: &Pairs) {
     let Some(tr) = t.traffic.as_ref().filter(|_| p.known) else {
         out.push((
             LineKind::Note,
-            "not counted (no BPF, --no-traffic, a kernel without the socket tracepoints, or an older recording)".into(),
+            "not counted: start nettop with --traffic (it needs BPF and Linux 6.3+)".into(),
         ));
         return;
     };

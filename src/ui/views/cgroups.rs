@@ -45,7 +45,10 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
             super::robbed::draw(f, &pairs, s, split);
         }
     }
-    let cols: Vec<CgField> = fitting(area.width);
+    let cols: Vec<CgField> = fitting(area.width)
+        .into_iter()
+        .filter(|c: &CgField| c.shown(app.frame.as_ref()))
+        .collect();
     let bpf = app.frame.as_ref().is_none_or(traced);
     let (header, widths) = field_head(&cols, |c| c.header(bpf).into(), s);
     let Some(frame) = &app.frame else {

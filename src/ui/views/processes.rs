@@ -62,11 +62,18 @@ pub(crate) fn draw(f: &mut TermFrame, app: &App, s: &Sty, area: Rect) {
     let avail = area.width.saturating_sub(2);
     // The chosen columns in their order; on a narrow terminal the most
     // wanted of them (PRIORITY, then the rest as chosen) are kept.
-    let fixed: Vec<(ProcColumn, u16)> = app.columns.iter().map(|c| (*c, c.width())).collect();
+    let shown = |c: &ProcColumn| crate::output::columns::shown(app.frame.as_ref(), *c);
+    let fixed: Vec<(ProcColumn, u16)> = app
+        .columns
+        .iter()
+        .filter(|c| shown(c))
+        .map(|c| (*c, c.width()))
+        .collect();
     let priority: Vec<ProcColumn> = PRIORITY
         .iter()
         .copied()
         .chain(app.columns.iter().copied())
+        .filter(|c| shown(c))
         .collect();
     let mut cols = fit_columns(&fixed, &priority, avail, ProcColumn::Command.width());
     // Command goes last and takes what is left, as in top and htop.
