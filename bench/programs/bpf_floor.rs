@@ -1,6 +1,7 @@
 //! Loads `bpf/testing/floor.bpf.c` (empty and clock-only programs on the
-//! tracepoints of an RPS interruption) for the floor benchmark
-//! (`bench/collector.sh floor`). Prints `attached` and holds the programs
+//! tracepoints of an RPS interruption, empty ones on the socket traffic
+//! tracepoints) for the floor benchmarks (`bench/collector.sh floor`,
+//! `bench/traffic.sh`). Prints `attached` and holds the programs
 //! until its standard input closes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -7,6 +7,10 @@
  * slot. Measured with bpf_stats under the same load as nettop, the first
  * is what any program costs there (dispatch and bpf_stats' own clock
  * reads), the difference between the two is one bpf_ktime_get_ns().
+ * The socket traffic tracepoints (every send and receive call, every
+ * delivered, dropped or transmitted packet, every call-function IPI
+ * queued) get an empty program too: the floor under nettop's traffic
+ * handlers (bench/traffic.sh).
  * Not part of nettop: loaded only by the benchmark.
  */
 #include "vmlinux.h"
@@ -54,3 +58,16 @@ SEC("tp_btf/softirq_entry")
 int BPF_PROG(clock_si_in) { return stamp(2); }
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(clock_si_out) { return stamp(3); }
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(empty_sock_rx) { return 0; }
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(empty_sock_tx) { return 0; }
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(empty_sk_ready) { return 0; }
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(empty_skb_drop) { return 0; }
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(empty_dev_queue) { return 0; }
+SEC("tp_btf/csd_queue_cpu")
+int BPF_PROG(empty_csd_queue) { return 0; }
