@@ -480,3 +480,92 @@ impl Drop for Far {
         }
     }
 }
+
+case!(
+    the_plan_steers_receive_work_to_its_receivers_and_measures_it,
+    [
+        Need::Bpf,
+        Need::Tool("ip", "-V"),
+        Need::Tool("iperf3", "--version"),
+        Need::Cpus(2)
+    ]
+);
+/// The victim spins on CPU 1, where RPS sends an iperf3 flow whose
+/// receiver runs on CPU 0 (at 60 Mbit/s it is not busy, so CPU 0 is
+/// not kept clear for it): `--plan --apply --traffic` steers the queue's
+/// RPS to CPU 0, measures the victim before and after (it loses less),
+/// and `--revert` restores the mask byte for byte.
+fn the_plan_steers_receive_work_to_its_receivers_and_measures_it() {
+    use common::plan_scene::{load_at, revert, rps_bytes, rps_path, warm_calibration};
+    warm_calibration();
+    let mut pair = NetnsPair::create("ps").expect("netns pair");
+    let victim = load_at(&mut pair, "2", "60M");
+    let original = rps_bytes(&pair);
+    let state = tempfile::tempdir().unwrap();
+    let out = common::run::output_within(
+        common::run::nettop()
+            .env("NETTOP_CACHE_DIR", common::cache_dir())
+            .args(["--plan", "--apply", "--yes", "--traffic", "--measure", "4s"])
+            .args(["--format", "json", "--nic", &pair.veth_rx, "--state-dir"])
+            .arg(state.path()),
+        Duration::from_secs(240),
+        "nettop --plan --apply --traffic",
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON report ({e}): {}\nstderr: {}",
+            common::run::stdout(&out),
+            common::run::stderr(&out)
+        )
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{r:#}\n{}",
+        common::run::stderr(&out)
+    );
+    let change = r["plan"]["changes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["target"] == rps_path(&pair))
+        .unwrap_or_else(|| panic!("no RPS change: {r:#}"));
+    assert!(
+        change["why"]
+            .as_str()
+            .unwrap_or("")
+            .contains("steered to CPU 0")
+            && change["why"].as_str().unwrap_or("").contains("iperf3"),
+        "{change:#}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&rps_bytes(&pair)).trim(),
+        "1",
+        "{r:#}"
+    );
+    let stolen = |m: &Value| {
+        m["victims"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["tid"] == victim)
+            .and_then(|v| v["stolen_pct"].as_f64())
+            .unwrap_or_else(|| panic!("victim {victim} not measured: {m:#}"))
+    };
+    let (before, after) = (stolen(&r["before"]), stolen(&r["after"]));
+    common::report(&format!(
+        "{TEST}: plan steered RPS to CPU 0; the victim's STOLEN {before:.1} -> {after:.1} %"
+    ));
+    assert!(
+        before > after + 1.0,
+        "STOLEN {before:.1} -> {after:.1}: {r:#}"
+    );
+    let file = std::path::PathBuf::from(r["revert_file"].as_str().unwrap());
+    let out = revert(state.path(), &file);
+    assert_eq!(out.status.code(), Some(0), "{}", common::run::stderr(&out));
+    assert_eq!(
+        rps_bytes(&pair),
+        original,
+        "rps_cpus not restored byte for byte"
+    );
+}
