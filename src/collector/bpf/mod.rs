@@ -767,7 +767,9 @@ mod tests {
         assert_eq!(run_index("btf_si_out"), run_index("raw_si_out"));
         assert_eq!(run_index("sysvec_out"), Some(3));
         assert_eq!(run_index("btf_task_exit"), Some(8));
-        assert_eq!(run_index("raw_tlb_flush"), Some(NR_RUNS - 1));
+        assert_eq!(run_index("raw_tlb_flush"), Some(9));
+        assert_eq!(run_index("btf_sock_rx"), Some(10));
+        assert_eq!(run_index("raw_csd_queue"), Some(NR_RUNS - 1));
     }
 
     #[test]
