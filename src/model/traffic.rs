@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sample::SockAcct;
+use crate::sample::traffic::PROTOCOLS;
 
 /// Pairs kept in a frame, for processes and for cgroups: the largest, so
 /// a host with thousands of flows costs a bounded frame.
@@ -33,6 +34,20 @@ pub struct TaskTraffic {
     /// The receive processing spent delivering to its sockets, % of one
     /// CPU, wherever it ran (CAUSED%): the bill nobody sends it.
     pub caused_pct: f64,
+    /// The send and receive figures by protocol, those with traffic only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocols: Vec<ProtoTraffic>,
+}
+
+/// One protocol's share of a task's own sends and receives.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ProtoTraffic {
+    /// One of [`crate::sample::traffic::PROTOCOLS`].
+    pub protocol: String,
+    pub rx_bytes_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    pub rx_calls_per_s: f64,
+    pub tx_calls_per_s: f64,
 }
 
 impl TaskTraffic {
@@ -52,6 +67,20 @@ impl TaskTraffic {
             tx_pkts_per_s: rate(s.tx_calls_total()),
             rx_calls_per_s: rate(s.rx_calls_total()),
             caused_pct: pct(s.caused_ns as f64, dt_ns),
+            protocols: PROTOCOLS
+                .iter()
+                .enumerate()
+                .filter(|(p, _)| {
+                    s.rx_bytes[*p] + s.tx_bytes[*p] + s.rx_calls[*p] + s.tx_calls[*p] > 0
+                })
+                .map(|(p, name)| ProtoTraffic {
+                    protocol: (*name).to_string(),
+                    rx_bytes_per_s: rate(s.rx_bytes[p]),
+                    tx_bytes_per_s: rate(s.tx_bytes[p]),
+                    rx_calls_per_s: rate(s.rx_calls[p]),
+                    tx_calls_per_s: rate(s.tx_calls[p]),
+                })
+                .collect(),
         }
     }
 
@@ -62,6 +91,17 @@ impl TaskTraffic {
         self.tx_pkts_per_s += o.tx_pkts_per_s;
         self.rx_calls_per_s += o.rx_calls_per_s;
         self.caused_pct += o.caused_pct;
+        for p in &o.protocols {
+            match self.protocols.iter_mut().find(|q| q.protocol == p.protocol) {
+                Some(q) => {
+                    q.rx_bytes_per_s += p.rx_bytes_per_s;
+                    q.tx_bytes_per_s += p.tx_bytes_per_s;
+                    q.rx_calls_per_s += p.rx_calls_per_s;
+                    q.tx_calls_per_s += p.tx_calls_per_s;
+                }
+                None => self.protocols.push(p.clone()),
+            }
+        }
     }
 }
 

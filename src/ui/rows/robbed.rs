@@ -63,6 +63,21 @@ pub fn lines(out: &mut Vec<(LineKind, String)>, t: &TaskView, p: &Pairs) {
             fmt_pct(tr.caused_pct)
         ),
     ));
+    if tr.protocols.len() > 1 {
+        let by: Vec<String> = tr
+            .protocols
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} in {}B/s out {}B/s",
+                    p.protocol,
+                    fmt_rate(p.rx_bytes_per_s),
+                    fmt_rate(p.tx_bytes_per_s)
+                )
+            })
+            .collect();
+        out.push((LineKind::Note, format!("by protocol: {}", by.join(" · "))));
+    }
     let list = |v: &[RobPair], victim: bool| -> String {
         v.iter()
             .map(|r| {

@@ -163,3 +163,24 @@ fn a_cgroup_is_billed_by_its_sockets_and_its_processes_traffic_adds_up() {
     assert!((t.rx_bytes_per_s - rx).abs() < 1e-6);
     assert!(rx > 0.0);
 }
+
+#[test]
+fn each_protocol_has_its_own_rates() {
+    let (p, c) = two(|_| Vec::new());
+    let f = compute(&synth::host(2), &p, &c);
+    // Synth's busy tasks: TCP 2 MB/s and UDP 0.3 MB/s in, per weight.
+    let t = f
+        .threads
+        .iter()
+        .chain(&f.processes)
+        .filter_map(|t| t.traffic.as_ref())
+        .find(|t| !t.protocols.is_empty())
+        .expect("a task with traffic");
+    let names: Vec<&str> = t.protocols.iter().map(|p| p.protocol.as_str()).collect();
+    assert_eq!(names, ["tcp", "udp"], "other has none");
+    let rx: f64 = t.protocols.iter().map(|p| p.rx_bytes_per_s).sum();
+    assert!((rx - t.rx_bytes_per_s).abs() < 1e-6, "{t:?}");
+    assert!(
+        (t.protocols[0].rx_bytes_per_s / t.protocols[1].rx_bytes_per_s - 2.0 / 0.3).abs() < 1e-9
+    );
+}
