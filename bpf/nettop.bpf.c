@@ -42,6 +42,9 @@ __u64 fake_now_ns = 0;
 /* Address of rps_trigger_softirq (from /proc/kallsyms, 0 if unknown):
  * the callback of the IPI by which RPS hands packets to another CPU. */
 const volatile __u64 rps_callback = 0;
+/* The traffic programs are loaded (`--traffic`): only then does a NET_RX
+ * run keep a tally and share its time out. */
+const volatile bool count_traffic = false;
 /* CPU being calibrated + 1 (0: no calibration running), set by user space. */
 __u32 probe_cpu1 = 0;
 struct nt_probe probe = {};
@@ -809,7 +812,7 @@ static __always_inline int on_softirq_entry(__u32 vec)
 	st->stolen_mask &= ~bit;
 	st->task_mask &= ~bit;
 
-	if (vec == NT_NET_RX) {
+	if (vec == NT_NET_RX && count_traffic) {
 		/* A fresh tally of what this run delivers (see rx_run). */
 		__builtin_memset(pc->rx.units, 0, sizeof(pc->rx.units));
 		pc->rx.n = 0;
@@ -868,7 +871,8 @@ static __always_inline int on_softirq_exit(__u32 vec)
 		cs->net_rx_ns += d;
 		if (d > cs->net_rx_max_ns)
 			cs->net_rx_max_ns = d;
-		nt_rx_charge(d);
+		if (count_traffic)
+			nt_rx_charge(d);
 	}
 
 	s = claim_slot(pc, SLOT_SOFTIRQ, st->si_id);
@@ -1071,6 +1075,9 @@ static __always_inline __u32 sock_proto(const struct sock *sk)
 
 static __always_inline __u64 sock_cgroup(const struct sock *sk)
 {
+	/* A kernel without CONFIG_SOCK_CGROUP_DATA: no cgroup, still a load. */
+	if (!bpf_core_field_exists(sk->sk_cgrp_data))
+		return 0;
 	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
 }
 

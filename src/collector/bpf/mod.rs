@@ -425,8 +425,9 @@ impl BpfCollector {
                     *slot = tid;
                 }
             }
-            if !opts.sampler_only {
+            if opts.traffic && !opts.sampler_only {
                 ro.rps_callback = rps_callback();
+                ro.count_traffic = true;
             }
             #[cfg(feature = "testing")]
             {
