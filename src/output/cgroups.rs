@@ -137,7 +137,7 @@ impl Field for CgField {
             G::NetRx => "the NET_RX part of `STOLEN%`",
             G::Inline => "their `INLINE%`, summed: its own network work",
             G::Caused => {
-                "NET_RX time spent delivering to its sockets (by the socket's cgroup), on any CPU and in any task's context: the receive work it causes others to pay for; `n/a` where traffic is not counted"
+                "NET_RX time spent delivering to its sockets (by the socket's cgroup), on any CPU and in any task's context: the receive work it causes others to pay for; shown with `--traffic`"
             }
             G::RxBytes => "bytes per second its processes' receive calls took",
             G::Mem => {

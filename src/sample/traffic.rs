@@ -168,7 +168,7 @@ pub struct RawCgCaused {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct RawTraffic {
     /// The socket tracepoints are attached: without them the figures are
-    /// not known (shown n/a), never 0.
+    /// not known (left out of the tables, null in JSON), never 0.
     pub available: bool,
     /// Why not, when not.
     #[serde(default, skip_serializing_if = "String::is_empty")]

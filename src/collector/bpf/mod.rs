@@ -167,7 +167,7 @@ pub const RUN_HANDLERS: [&str; NR_RUNS] = [
 ];
 
 /// The tracepoints socket traffic is counted from: without any of them
-/// the traffic figures are not known (n/a), never 0. The ones that only
+/// the traffic figures are not known (null), never 0. The ones that only
 /// name where undelivered receive work went (drops, forwards, XDP) are
 /// optional: without them that work counts as `no_socket`.
 pub const TRAFFIC_TRACEPOINTS: [&str; 3] =
@@ -497,9 +497,10 @@ impl BpfCollector {
             .filter(|tp| !usable(tp))
             .collect();
         if !opts.sampler_only && opts.traffic && !no_traffic.is_empty() {
-            // Once, here: every frame's traffic columns say n/a.
+            // Once, here: no frame will have traffic figures.
             log::warn!(
-                "this kernel has no {} tracepoint (Linux 6.3+): socket traffic, CAUSED% and                  robbed-by are not counted (n/a)",
+                "this kernel has no {} tracepoint (Linux 6.3+): socket traffic, CAUSED% and \
+                 robbed-by are not counted",
                 no_traffic.join(", ")
             );
         }
