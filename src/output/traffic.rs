@@ -46,7 +46,7 @@ pub fn summary_line(out: &mut String, f: &Frame) {
     );
 }
 
-/// One pair as a line, under [`PAIR_HEADER`]'s columns.
+/// One pair as a line, under [`pair_header`]'s columns.
 pub fn pair_line(p: &RobPair) -> String {
     format!(
         "{:>7} {:<15} <- {:>7} {:<15} {:>7} {:>9}",
