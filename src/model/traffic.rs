@@ -52,14 +52,7 @@ pub struct ProtoTraffic {
 
 impl TaskTraffic {
     pub fn from_delta(s: &SockAcct, dt_ns: u64) -> TaskTraffic {
-        let secs = dt_ns as f64 / 1e9;
-        let rate = |n: u64| {
-            if secs > 0.0 {
-                fin(n as f64 / secs)
-            } else {
-                0.0
-            }
-        };
+        let rate = |n: u64| per_s(n, dt_ns);
         TaskTraffic {
             rx_bytes_per_s: rate(s.rx_bytes_total()),
             tx_bytes_per_s: rate(s.tx_bytes_total()),
@@ -171,6 +164,16 @@ pub struct TrafficView {
 
 pub(crate) fn fin(x: f64) -> f64 {
     if x.is_finite() { x } else { 0.0 }
+}
+
+/// `n` events over an interval of `dt_ns`, per second (0 for an empty
+/// interval).
+pub(crate) fn per_s(n: u64, dt_ns: u64) -> f64 {
+    if dt_ns == 0 {
+        0.0
+    } else {
+        fin(n as f64 / (dt_ns as f64 / 1e9))
+    }
 }
 
 pub(crate) fn pct(ns: f64, dt_ns: u64) -> f64 {

@@ -84,55 +84,51 @@ pub fn robbed(t: &TrafficView, beneficiary: u32) -> Vec<&RobPair> {
 }
 
 /// Batch text's tables after the task (or cgroup) table: process pairs,
-/// or cgroup pairs with `--group cgroup`.
+/// or cgroup pairs with `--group cgroup`; the largest, trickles left out.
 pub fn tables(out: &mut String, f: &Frame, cgroups: bool) {
     let Some(t) = &f.traffic else { return };
-    if cgroups {
-        let pairs: Vec<_> = t
-            .cgroup_pairs
+    let lines: Vec<String> = if cgroups {
+        t.cgroup_pairs
             .iter()
             .filter(|p| p.pct >= BATCH_MIN_PCT)
             .take(BATCH_PAIRS)
-            .collect();
-        if pairs.is_empty() {
-            return;
-        }
-        let _ = writeln!(
-            out,
-            "\nROBBED BY (cgroups: NET_RX run in the victim's tasks, delivering to the beneficiary's sockets)"
-        );
-        let _ = writeln!(
-            out,
-            "{:<40}    {:<40} {:>7} {:>9}",
-            "VICTIM", "ROBBED BY", "NET_RX%", "PKT/s"
-        );
-        for p in pairs {
-            let _ = writeln!(
-                out,
-                "{:<40} <- {:<40} {:>7} {:>9}",
-                p.victim_name,
-                p.beneficiary_name,
-                fmt_pct(p.pct),
-                fmt_rate(p.pkts_per_s)
-            );
-        }
+            .map(|p| {
+                format!(
+                    "{:<40} <- {:<40} {:>7} {:>9}",
+                    p.victim_name,
+                    p.beneficiary_name,
+                    fmt_pct(p.pct),
+                    fmt_rate(p.pkts_per_s)
+                )
+            })
+            .collect()
+    } else {
+        t.robbed
+            .iter()
+            .filter(|p| p.pct >= BATCH_MIN_PCT)
+            .take(BATCH_PAIRS)
+            .map(pair_line)
+            .collect()
+    };
+    if lines.is_empty() {
         return;
     }
-    let pairs: Vec<_> = t
-        .robbed
-        .iter()
-        .filter(|p| p.pct >= BATCH_MIN_PCT)
-        .take(BATCH_PAIRS)
-        .collect();
-    if pairs.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "\nROBBED BY (NET_RX run in the victim's context, delivering to the beneficiary's sockets)"
-    );
-    let _ = writeln!(out, "{}", pair_header());
-    for p in pairs {
-        let _ = writeln!(out, "{}", pair_line(p));
+    let (title, header) = if cgroups {
+        (
+            "cgroups: NET_RX run in the victim's tasks, delivering to the beneficiary's sockets",
+            format!(
+                "{:<40}    {:<40} {:>7} {:>9}",
+                "VICTIM", "ROBBED BY", "NET_RX%", "PKT/s"
+            ),
+        )
+    } else {
+        (
+            "NET_RX run in the victim's context, delivering to the beneficiary's sockets",
+            pair_header(),
+        )
+    };
+    let _ = writeln!(out, "\nROBBED BY ({title})\n{header}");
+    for l in lines {
+        let _ = writeln!(out, "{l}");
     }
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::model::frame::{CgroupView, TaskView};
 use crate::model::traffic::{
     CgroupPair, Conservation, MAX_PAIRS, RobPair, RxBucket, TaskTraffic, TrafficView, fin, pct,
+    per_s,
 };
 use crate::sample::traffic::{NR_RX_BUCKETS, RX_BUCKETS, RX_DELIVERED, RawRob};
 use crate::sample::{RawSample, RxSplit};
@@ -49,14 +50,7 @@ pub fn traffic_view(
     if !cur.traffic.available || !prev.traffic.available {
         return None;
     }
-    let secs = dt_ns as f64 / 1e9;
-    let rate = |n: u64| {
-        if secs > 0.0 {
-            fin(n as f64 / secs)
-        } else {
-            0.0
-        }
-    };
+    let rate = |n: u64| per_s(n, dt_ns);
     let mut split = RxSplit::default();
     for r in rx {
         for b in 0..NR_RX_BUCKETS {
