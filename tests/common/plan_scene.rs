@@ -163,6 +163,18 @@ pub fn rps_bytes(pair: &NetnsPair) -> Vec<u8> {
     out.stdout
 }
 
+/// Reverts with `file` and checks `pair`'s RPS mask is `original` again,
+/// byte for byte.
+pub fn revert_restores(state: &Path, file: &Path, pair: &NetnsPair, original: &[u8]) {
+    let out = revert(state, file);
+    assert_eq!(out.status.code(), Some(0), "{}", super::run::stderr(&out));
+    assert_eq!(
+        rps_bytes(pair),
+        original,
+        "rps_cpus not restored byte for byte"
+    );
+}
+
 /// `nettop --revert FILE --yes` with the revert files under `state`.
 pub fn revert(state: &Path, file: &Path) -> std::process::Output {
     output_within(

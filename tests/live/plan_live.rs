@@ -24,7 +24,9 @@ use crate::common::tier::Need;
 use std::path::Path;
 use std::time::Duration;
 
-use common::plan_scene::{can_run, revert, rps_bytes, rps_path, scene, warm_calibration};
+use common::plan_scene::{
+    can_run, revert, revert_restores, rps_bytes, rps_path, scene, warm_calibration,
+};
 use common::run::{nettop, output_within};
 use serde_json::Value;
 
@@ -146,13 +148,7 @@ fn apply_relieves_the_pinned_thread_and_revert_restores_the_mask() {
     assert!(common::run::stderr(&out).contains("does not match this host's key"));
     assert_eq!(String::from_utf8_lossy(&rps_bytes(&pair)).trim(), "0");
 
-    let out = revert(state.path(), &file);
-    assert_eq!(out.status.code(), Some(0), "{}", common::run::stderr(&out));
-    assert_eq!(
-        rps_bytes(&pair),
-        original,
-        "rps_cpus not restored byte for byte"
-    );
+    revert_restores(state.path(), &file, &pair, &original);
 }
 
 case!(

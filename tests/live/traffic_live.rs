@@ -496,7 +496,7 @@ case!(
 /// RPS to CPU 0, measures the victim before and after (it loses less),
 /// and `--revert` restores the mask byte for byte.
 fn the_plan_steers_receive_work_to_its_receivers_and_measures_it() {
-    use common::plan_scene::{load_at, revert, rps_bytes, rps_path, warm_calibration};
+    use common::plan_scene::{load_at, revert_restores, rps_bytes, rps_path, warm_calibration};
     warm_calibration();
     let mut pair = NetnsPair::create("ps").expect("netns pair");
     let victim = load_at(&mut pair, "2", "60M");
@@ -561,11 +561,5 @@ fn the_plan_steers_receive_work_to_its_receivers_and_measures_it() {
         "STOLEN {before:.1} -> {after:.1}: {r:#}"
     );
     let file = std::path::PathBuf::from(r["revert_file"].as_str().unwrap());
-    let out = revert(state.path(), &file);
-    assert_eq!(out.status.code(), Some(0), "{}", common::run::stderr(&out));
-    assert_eq!(
-        rps_bytes(&pair),
-        original,
-        "rps_cpus not restored byte for byte"
-    );
+    revert_restores(state.path(), &file, &pair, &original);
 }
