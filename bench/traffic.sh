@@ -16,7 +16,9 @@
 # Knobs: ROUNDS=3 (alternations in cost and size), WIN_S=10 (bpf_stats
 # window), AB_ROUNDS=6, AB_S=5 (seconds per throughput run), SIZE_RATE=40000
 # (datagrams/s in size), ROB_S=12 (frames summed in robbed),
-# NETTOP=path (default: target/release/nettop, built if missing).
+# NETTOP=path (default: target/release/nettop, built if missing),
+# NETTOP_BASE=path (cost: the same rounds also run this nettop --traffic,
+# the A/B against another build in one run).
 #
 # Prints markdown on stdout, progress on stderr. Everything it starts
 # (namespaces, iperf3, sockload, victims, nettop, the floor programs) is
@@ -155,12 +157,14 @@ TRAFFIC_PROGS="btf_sock_rx:empty_sock_rx btf_sock_tx:empty_sock_tx btf_sk_ready:
 # cost_rounds SCENE: ROUNDS x (nettop --traffic, nettop, floor), one
 # window each, appended to $TMPD/cost.jsonl.
 cost_rounds() {
-    local scene=$1 r cfg w
+    local scene=$1 r cfg w cfgs="traffic no-traffic floor"
+    [[ -n ${NETTOP_BASE:-} ]] && cfgs="traffic base no-traffic floor"
     for ((r = 1; r <= ROUNDS; r++)); do
-        for cfg in traffic no-traffic floor; do
+        for cfg in $cfgs; do
             say "cost: $scene round $r: $cfg"
             case $cfg in
                 traffic) nettop_up "$TMPD/nt.json" --bpf-stats --traffic; w=$(window "$NT_PID" "$TMPD/nt.json"); stop_pid "$NT_PID" ;;
+                base) NETTOP=$NETTOP_BASE nettop_up "$TMPD/nt.json" --bpf-stats --traffic; w=$(window "$NT_PID" "$TMPD/nt.json"); stop_pid "$NT_PID" ;;
                 no-traffic) nettop_up "$TMPD/nt.json" --bpf-stats; w=$(window "$NT_PID" "$TMPD/nt.json"); stop_pid "$NT_PID" ;;
                 floor) floor_up; w=$(window "$FL_PID" /nonexistent); floor_down ;;
             esac
@@ -171,17 +175,24 @@ cost_rounds() {
 
 cost_table() {  # cost_table SCENE
     local scene=$1
-    echo "| program | runs/s | nettop ns/run | empty ns/run | nettop − empty |"
-    echo "|---|---:|---:|---:|---:|"
+    if [[ -n ${NETTOP_BASE:-} ]]; then
+        echo "| program | runs/s | nettop ns/run | empty ns/run | nettop − empty | base ns/run | base − empty |"
+        echo "|---|---:|---:|---:|---:|---:|---:|"
+    else
+        echo "| program | runs/s | nettop ns/run | empty ns/run | nettop − empty |"
+        echo "|---|---:|---:|---:|---:|"
+    fi
     local pair nt fl
     for pair in $TRAFFIC_PROGS; do
         nt=${pair%%:*} fl=${pair##*:}
         jq -r -s --arg s "$scene" --arg nt "$nt" --arg fl "$fl" '
           def rounds(c; p): [.[] | select(.scene == $s and .cfg == c) | .progs[p] | select(. != null and .ns != null)];
           def fmt: map(.ns | round | tostring) | join(" / ");
-          rounds("traffic"; $nt) as $a | rounds("floor"; $fl) as $f
+          def over(a; f): if (f | length) > 0 and (a | length) > 0 then ((a | map(.ns) | add / length) - (f | map(.ns) | add / length) | round | tostring) else "–" end;
+          rounds("traffic"; $nt) as $a | rounds("floor"; $fl) as $f | rounds("base"; $nt) as $b
           | if ($a | length) == 0 then empty else
-            "| `\($nt)` | \($a | map(.rps) | add / length | round) | \($a | fmt) | \(if ($f | length) > 0 then ($f | fmt) else "–" end) | \(if ($f | length) > 0 then (($a | map(.ns) | add / length) - ($f | map(.ns) | add / length) | round | tostring) else "–" end) |" end' "$TMPD/cost.jsonl"
+            "| `\($nt)` | \($a | map(.rps) | add / length | round) | \($a | fmt) | \(if ($f | length) > 0 then ($f | fmt) else "–" end) | \(over($a; $f)) |"
+            + (if $base then " \(if ($b | length) > 0 then ($b | fmt) else "–" end) | \(over($b; $f)) |" else "" end) end' --argjson base "$([[ -n ${NETTOP_BASE:-} ]] && echo true || echo false)" "$TMPD/cost.jsonl"
     done
     # The softirq exit with and without the per-run split, and what the
     # traffic programs add inside NET_RX against NET_RX time itself.

@@ -45,6 +45,9 @@ const volatile __u64 rps_callback = 0;
 /* The traffic programs are loaded (`--traffic`): only then does a NET_RX
  * run keep a tally and share its time out. */
 const volatile bool count_traffic = false;
+/* The task sampler runs (it copies task_io into the records each pass):
+ * without it, a send or receive adds to the task's record directly. */
+const volatile bool io_on_task = false;
 /* CPU being calibrated + 1 (0: no calibration running), set by user space. */
 __u32 probe_cpu1 = 0;
 struct nt_probe probe = {};
@@ -87,7 +90,7 @@ struct cpu_state {
 	__u32 si_vec;
 	__u32 si_ctx;
 	__u32 si_active;
-	__u32 _pad;
+	__u32 hi_rps;		/* the outermost hardirq is an IPI that raised NET_RX */
 	__u64 si_id;		/* pid_tgid of the task the running softirq interrupted */
 	/* Raise bookkeeping, each word with a single writer context so no
 	 * locked instruction is needed on the hot path:
@@ -157,13 +160,21 @@ struct rx_run {
 	struct rx_reader r[NT_RUN_READERS];
 };
 
-/* A zeroed task record to insert from process context (the value is too
- * big for the BPF stack). Process-context programs can be preempted, so
- * it is claimed with `busy` like a slot. */
+/* A zeroed task record to insert (the value is too big for the BPF
+ * stack). A program using it can be interrupted by another that wants it,
+ * so it is claimed with `busy` like a slot. */
 struct task_scratch {
 	__u32 busy;
 	__u32 _pad;
 	struct nt_task val;
+};
+
+/* The RPS IPIs (nt_cpu's rps_ipi_ns, rps_ipis) NET_RX runs have taken
+ * already. The IPIs are counted in hardirq context and taken in softirq
+ * context, each side writing its own words, so neither needs a lock. */
+struct rps_taken {
+	__u64 ns;
+	__u64 n;
 };
 
 /* Everything per CPU in one value: one (inlined) lookup per event. */
@@ -172,6 +183,7 @@ struct pcpu {
 	struct slot slot[2];
 	struct napi_cache napi;
 	struct rx_run rx;
+	struct rps_taken rps;
 	struct task_scratch scratch;
 	struct nt_cpu stats;	/* the only part user space reads */
 };
@@ -230,13 +242,24 @@ struct {
 	__type(value, struct nt_napi);
 } napis SEC(".maps");
 
-/* Last reader of each socket (LRU: sockets that are gone fall out). */
+/* A task's own socket traffic, kept on the task itself: found without a
+ * hash on every send and receive. The task sampler and the task's exit copy
+ * it into the task's record (io_on_task). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct nt_sock_io);
+} task_io SEC(".maps");
+
+/* Last reader of each socket, kept on the socket itself: found without a
+ * hash (the receive paths run per call and per packet) and gone with it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct nt_sock_owner);
-} socks SEC(".maps");
+} sock_reader SEC(".maps");
 
 /* Victim x beneficiary pairs of stolen NET_RX time (LRU: bounded). */
 struct {
@@ -553,6 +576,7 @@ static __always_inline int on_hardirq_entry(__u32 kind, __u32 run)
 	if (st->hi_depth == 0) {
 		st->hi_start = t;
 		st->hi_kind = kind;
+		st->hi_rps = 0;
 	}
 	/* Bound the depth so a lost exit cannot wedge accounting forever. */
 	if (st->hi_depth < 8)
@@ -604,6 +628,10 @@ static __always_inline int on_hardirq_exit(__u32 run)
 		cs->acct.sysvec_count++;
 	}
 	count_class(&cs->acct, cls, in_si, d);
+	if (st->hi_rps) {
+		cs->rps_ipi_ns += d;
+		cs->rps_ipis++;
+	}
 
 	s = claim_slot(pc, SLOT_HARDIRQ, bpf_get_current_pid_tgid());
 	if (!s) {
@@ -756,6 +784,11 @@ static __always_inline int on_softirq_raise(__u32 vec)
 	bit = 1ULL << vec;
 	if (in_hardirq_ctx(st)) {
 		st->irq_raised[vec]++;
+		/* RPS raises NET_RX from the call-function IPI that hands a CPU
+		 * its packets: that IPI is receive work too. */
+		if (count_traffic && vec == NT_NET_RX &&
+		    (st->hi_kind == SV_CALL_FUNCTION_SINGLE || st->hi_kind == SV_CALL_FUNCTION))
+			st->hi_rps = 1;
 	} else if (st->si_active) {
 		if (vec == NT_NET_RX && st->si_vec == NT_NET_RX)
 			pc->stats.net_rx_restarts++;
@@ -943,12 +976,49 @@ static __always_inline void add_shared(__u64 *w, __u64 v)
  * the run was stolen from another task, to the victim x beneficiary pair.
  * A global function, verified once (see nt_flush_slot).
  */
+/*
+ * A task's record, created (zeroed) when it has none yet: its traffic is
+ * counted even when nothing ever interrupted it. NULL when the TID is a
+ * newer task's, the map is full or the scratch value is taken by a
+ * preempted program.
+ */
+static __always_inline struct nt_task *own_task(struct pcpu *pc, __u32 tid, __u32 tgid,
+						__u64 start)
+{
+	struct task_scratch *sc = &pc->scratch;
+	struct nt_task *t = bpf_map_lookup_elem(&tasks, &tid);
+	long err;
+
+	if (t && t->start_boottime == start)
+		return t;
+	if (t && t->start_boottime > start)
+		return NULL;
+	if (sc->busy)
+		return NULL;
+	sc->busy = 1;
+	asm volatile("" ::: "memory");
+	__builtin_memset(&sc->val, 0, sizeof(sc->val));
+	sc->val.start_boottime = start;
+	sc->val.tgid = tgid;
+	sc->val.seen_gen = sample_gen;
+	err = bpf_map_update_elem(&tasks, &tid, &sc->val, t ? BPF_EXIST : BPF_NOEXIST);
+	asm volatile("" ::: "memory");
+	sc->busy = 0;
+	if (err && err != -EEXIST) {
+		__sync_fetch_and_add(&pc->stats.map_full, 1);
+		return NULL;
+	}
+	t = bpf_map_lookup_elem(&tasks, &tid);
+	return t && t->start_boottime == start ? t : NULL;
+}
+
 __noinline int nt_rx_charge(__u64 d)
 {
 	struct pcpu *pc = get_pcpu();
 	struct rx_run *rx;
 	struct nt_cpu *cs;
 	__u64 total = 0, share, given = 0, delivered = 0;
+	__u64 ipi_ns, ipis, ipis_milli, run_ns, ipi_share;
 	__u32 victim, victim_tgid, n;
 	bool stolen;
 
@@ -956,6 +1026,16 @@ __noinline int nt_rx_charge(__u64 d)
 		return 0;
 	rx = &pc->rx;
 	cs = &pc->stats;
+	/* The RPS IPIs since the last run brought this run's packets: their
+	 * handler time is shared out with it (not to the robbed pairs, which
+	 * are NET_RX time), their count for the untraced cost user space adds. */
+	ipi_ns = cs->rps_ipi_ns;
+	ipis = cs->rps_ipis;
+	run_ns = d;
+	d += ipi_ns - pc->rps.ns;
+	ipis_milli = (ipis - pc->rps.n) * 1000;
+	pc->rps.ns = ipi_ns;
+	pc->rps.n = ipis;
 	n = rx->n;
 	if (n > NT_RUN_READERS)
 		n = NT_RUN_READERS;
@@ -977,6 +1057,7 @@ __noinline int nt_rx_charge(__u64 d)
 		if (i >= n)
 			break;
 		share = d * r->pkts / total;
+		ipi_share = ipis_milli * r->pkts / total;
 		/* An unread socket's share is in the UNREAD bucket already. */
 		if (r->tid)
 			delivered += share;
@@ -991,15 +1072,19 @@ __noinline int nt_rx_charge(__u64 d)
 			if (cg) {
 				add_shared(&cg->ns, share);
 				add_shared(&cg->pkts, r->pkts);
+				if (ipi_share)
+					add_shared(&cg->ipis_milli, ipi_share);
 			}
 		}
 		if (!r->tid)
 			continue;
-		t = bpf_map_lookup_elem(&tasks, &r->tid);
-		if (!t || t->start_boottime != r->start_boottime)
+		t = own_task(pc, r->tid, r->tgid, r->start_boottime);
+		if (!t)
 			continue;
 		add_shared(&t->acct.caused_ns, share);
 		add_shared(&t->acct.caused_pkts, r->pkts);
+		if (ipi_share)
+			add_shared(&t->acct.caused_ipis_milli, ipi_share);
 		given += share;
 		if (stolen && victim && victim != r->tid) {
 			struct nt_rob_key k = { .victim = victim, .beneficiary = r->tid };
@@ -1016,7 +1101,7 @@ __noinline int nt_rx_charge(__u64 d)
 				p = bpf_map_lookup_elem(&robbed, &k);
 			}
 			if (p) {
-				add_shared(&p->ns, share);
+				add_shared(&p->ns, run_ns * r->pkts / total);
 				add_shared(&p->pkts, r->pkts);
 			}
 		}
@@ -1064,7 +1149,7 @@ static __always_inline int rx_unit(__u32 b, __u32 run, __u64 units)
 
 static __always_inline __u32 sock_proto(const struct sock *sk)
 {
-	__u16 p = BPF_CORE_READ(sk, sk_protocol);
+	__u16 p = sk->sk_protocol;
 
 	if (p == IPPROTO_TCP)
 		return NT_PROTO_TCP;
@@ -1078,58 +1163,28 @@ static __always_inline __u64 sock_cgroup(const struct sock *sk)
 	/* A kernel without CONFIG_SOCK_CGROUP_DATA: no cgroup, still a load. */
 	if (!bpf_core_field_exists(sk->sk_cgrp_data))
 		return 0;
-	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
-}
-
-/*
- * The current task's record, created (zeroed) when it has none yet: its
- * traffic is counted even when nothing ever interrupted it. NULL when the
- * map is full or the scratch value is taken by a preempted program.
- */
-static __always_inline struct nt_task *own_task(struct pcpu *pc, __u32 tid, __u32 tgid,
-						__u64 start)
-{
-	struct task_scratch *sc = &pc->scratch;
-	struct nt_task *t = bpf_map_lookup_elem(&tasks, &tid);
-	long err;
-
-	if (t && t->start_boottime == start)
-		return t;
-	if (t && t->start_boottime > start)
-		return NULL;
-	if (sc->busy)
-		return NULL;
-	sc->busy = 1;
-	asm volatile("" ::: "memory");
-	__builtin_memset(&sc->val, 0, sizeof(sc->val));
-	sc->val.start_boottime = start;
-	sc->val.tgid = tgid;
-	sc->val.seen_gen = sample_gen;
-	err = bpf_map_update_elem(&tasks, &tid, &sc->val, t ? BPF_EXIST : BPF_NOEXIST);
-	asm volatile("" ::: "memory");
-	sc->busy = 0;
-	if (err && err != -EEXIST) {
-		__sync_fetch_and_add(&pc->stats.map_full, 1);
-		return NULL;
-	}
-	t = bpf_map_lookup_elem(&tasks, &tid);
-	return t && t->start_boottime == start ? t : NULL;
+	return sk->sk_cgrp_data.cgroup->kn->id;
 }
 
 /*
  * A send or receive of `ret` bytes on `sk` by the current task, in its own
  * context. The words it adds to are written by this task only (a slot's
- * batch never carries them), so plain adds are safe. A receive also makes
+ * batch never carries them, and the copies into the record only read
+ * them), so plain adds are safe. A receive also makes
  * the task the socket's reader: its receive processing is charged there.
+ *
+ * Only the tp_btf twins exist for the socket programs: the socket storage
+ * is for typed programs, and the tracepoints (Linux 6.3+) are younger than
+ * tp_btf. Their pointers are typed, so fields are plain loads.
  */
 static __always_inline int on_sock_len(struct sock *sk, int ret, int flags, bool rx)
 {
 	struct pcpu *pc = get_pcpu();
 	struct nt_sock_owner *o;
 	struct task_struct *task;
-	struct nt_task *t;
-	__u64 id, start;
-	__u32 tid, p;
+	struct nt_sock_io *io;
+	__u64 start;
+	__u32 tid, tgid, p;
 	__u16 family;
 
 	if (!pc)
@@ -1137,46 +1192,44 @@ static __always_inline int on_sock_len(struct sock *sk, int ret, int flags, bool
 	count_run(pc, rx ? NT_RUN_SOCK_RX : NT_RUN_SOCK_TX);
 	if (ret <= 0 || !sk || (rx && (flags & NT_MSG_PEEK)))
 		return 0;
-	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	family = sk->__sk_common.skc_family;
 	if (family != NT_AF_INET && family != NT_AF_INET6)
 		return 0;
-	id = bpf_get_current_pid_tgid();
-	tid = (__u32)id;
+	task = bpf_get_current_task_btf();
+	tid = task->pid;
 	if (!tid)
 		return 0;
-	task = (struct task_struct *)bpf_get_current_task();
-	start = BPF_CORE_READ(task, start_boottime);
+	tgid = task->tgid;
+	start = task->start_boottime;
 	p = sock_proto(sk);
-	t = own_task(pc, tid, id >> 32, start);
-	if (t && p < NT_NR_PROTO) {
+	if (io_on_task) {
+		io = bpf_task_storage_get(&task_io, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	} else {
+		struct nt_task *t = own_task(pc, tid, tgid, start);
+
+		io = t ? &t->acct.io : NULL;
+	}
+	if (io && p < NT_NR_PROTO) {
 		if (rx) {
-			t->acct.rx_bytes[p] += ret;
-			t->acct.rx_calls[p]++;
+			io->rx_bytes[p] += ret;
+			io->rx_calls[p]++;
 		} else {
-			t->acct.tx_bytes[p] += ret;
-			t->acct.tx_calls[p]++;
+			io->tx_bytes[p] += ret;
+			io->tx_calls[p]++;
 		}
 	}
-	{
-		__u64 key = (__u64)sk;
-
-		o = bpf_map_lookup_elem(&socks, &key);
-		if (o && (o->tid == tid && o->start_boottime == start))
-			return 0;
-		/* A sender becomes the reader only of a socket nobody read. */
-		if (o && !rx)
-			return 0;
-		{
-			struct nt_sock_owner v = {
-				.start_boottime = start,
-				.cgroup_id = sock_cgroup(sk),
-				.tid = tid,
-				.tgid = id >> 32,
-			};
-
-			bpf_map_update_elem(&socks, &key, &v, BPF_ANY);
-		}
-	}
+	o = bpf_sk_storage_get(&sock_reader, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o || (o->tid == tid && o->start_boottime == start))
+		return 0;
+	/* A sender becomes the reader only of a socket nobody read. */
+	if (o->tid && !rx)
+		return 0;
+	/* Written in place: a delivery on another CPU reading meanwhile may
+	 * see half of it, and its share then finds no task (counted lost). */
+	o->start_boottime = start;
+	o->cgroup_id = sock_cgroup(sk);
+	o->tgid = tgid;
+	o->tid = tid;
 	return 0;
 }
 
@@ -1185,28 +1238,29 @@ static __always_inline int on_sock_len(struct sock *sk, int ret, int flags, bool
  * is a unit of that run, for the socket's reader; elsewhere (a TCP backlog
  * processed in the reader's own context) it is the reader's own work.
  */
-static __always_inline int on_sk_data_ready(const struct sock *sk)
+static __always_inline int on_sk_data_ready(struct sock *sk)
 {
 	struct pcpu *pc = get_pcpu();
 	struct nt_sock_owner *o;
 	struct rx_run *rx;
-	__u64 key = (__u64)sk, cg, start = 0;
+	__u64 cg, start = 0;
 	__u32 tid = 0, tgid = 0, n;
 
 	if (!pc)
 		return 0;
 	count_run(pc, NT_RUN_SK_READY);
 	rx = rx_run_now(pc);
-	if (!rx)
+	if (!rx || !sk)
 		return 0;
-	o = bpf_map_lookup_elem(&socks, &key);
-	if (o) {
+	o = bpf_sk_storage_get(&sock_reader, sk, 0, 0);
+	if (o && o->tid) {
 		tid = o->tid;
 		tgid = o->tgid;
 		start = o->start_boottime;
 		cg = o->cgroup_id;
 		rx->units[NT_RX_DELIVERED]++;
 	} else {
+		o = NULL;
 		cg = sock_cgroup(sk);
 		rx->units[NT_RX_UNREAD]++;
 	}
@@ -1258,7 +1312,7 @@ int BPF_PROG(btf_sock_tx, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(btf_sk_ready, const struct sock *sk)
 {
-	return on_sk_data_ready(sk);
+	return on_sk_data_ready((struct sock *)sk);
 }
 
 SEC("tp_btf/kfree_skb")
@@ -1341,24 +1395,6 @@ SEC("raw_tp/csd_queue_cpu")
 int BPF_PROG(raw_csd_queue, const unsigned int cpu, unsigned long callsite, void *func)
 {
 	return on_csd_queue(func);
-}
-
-SEC("raw_tp/sock_recv_length")
-int BPF_PROG(raw_sock_rx, struct sock *sk, int ret, int flags)
-{
-	return on_sock_len(sk, ret, flags, true);
-}
-
-SEC("raw_tp/sock_send_length")
-int BPF_PROG(raw_sock_tx, struct sock *sk, int ret, int flags)
-{
-	return on_sock_len(sk, ret, flags, false);
-}
-
-SEC("raw_tp/sk_data_ready")
-int BPF_PROG(raw_sk_ready, const struct sock *sk)
-{
-	return on_sk_data_ready(sk);
 }
 
 SEC("raw_tp/kfree_skb")
@@ -1572,7 +1608,30 @@ static __always_inline void flush_if_task(struct pcpu *pc, __u32 idx, __u32 tid)
 		flush_one(pc, idx);
 }
 
-static __always_inline int on_task_exit(struct task_struct *p)
+/*
+ * Copies a task's socket traffic from its storage into its record (made
+ * when it has none yet), which user space and the exit path read. Only
+ * typed programs reach the storage; the raw_tp flavour counts no traffic.
+ */
+static __always_inline struct nt_task *io_to_record(struct pcpu *pc, struct task_struct *task,
+						     struct nt_task *t, __u32 tid, __u32 tgid,
+						     __u64 start)
+{
+	struct nt_sock_io *io;
+
+	if (!count_traffic || !io_on_task)
+		return t;
+	io = bpf_task_storage_get(&task_io, task, 0, 0);
+	if (!io)
+		return t;
+	if (!t)
+		t = own_task(pc, tid, tgid, start);
+	if (t)
+		t->acct.io = *io;
+	return t;
+}
+
+static __always_inline int on_task_exit(struct task_struct *p, bool typed)
 {
 	struct pcpu *pc = get_pcpu();
 	struct nt_tomb tomb = {};
@@ -1599,7 +1658,11 @@ static __always_inline int on_task_exit(struct task_struct *p)
 	bpf_map_update_elem(&tombs, &tid, &tomb, BPF_ANY);
 
 	t = bpf_map_lookup_elem(&tasks, &tid);
-	if (t && t->start_boottime == tomb.start_boottime) {
+	if (t && t->start_boottime != tomb.start_boottime)
+		t = NULL;
+	if (typed && !tomb.group_dead)
+		t = io_to_record(pc, p, t, tid, tgid, tomb.start_boottime);
+	if (t) {
 		if (!tomb.group_dead)
 			exited_add(tgid, tomb.leader_start_boottime, &t->acct, t);
 		bpf_map_delete_elem(&tasks, &tid);
@@ -1612,13 +1675,13 @@ static __always_inline int on_task_exit(struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_task_exit, struct task_struct *p)
 {
-	return on_task_exit(p);
+	return on_task_exit(p, true);
 }
 
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(raw_task_exit, struct task_struct *p)
 {
-	return on_task_exit(p);
+	return on_task_exit(p, false);
 }
 
 /* ----------------------------------------------------------- task sampler */
@@ -1708,6 +1771,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	struct nt_task_rec r = {};
 	struct nt_task *t, *e = NULL;
 	struct signal_struct *sig;
+	struct pcpu *pc;
 	__u32 key;
 
 	if (!task)
@@ -1767,11 +1831,14 @@ int sample_tasks(struct bpf_iter__task *ctx)
 join:
 	key = r.tid;
 	t = bpf_map_lookup_elem(&tasks, &key);
-	if (t && t->start_boottime == r.start_boottime) {
+	if (t && t->start_boottime != r.start_boottime)
+		t = NULL;
+	pc = get_pcpu();
+	if (pc)
+		t = io_to_record(pc, task, t, r.tid, r.tgid, r.start_boottime);
+	if (t) {
 		r.rec_flags |= NT_REC_ACCT;
 		t->seen_gen = sample_gen;
-	} else {
-		t = NULL;
 	}
 	if (r.tid == r.tgid) {
 		key = r.tgid;

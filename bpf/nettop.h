@@ -88,6 +88,15 @@
  * more readers in one run are charged to no task (caused_lost_ns). */
 #define NT_RUN_READERS 8
 
+/* Socket traffic a task moved itself (sock:sock_recv_length and
+ * sock_send_length, in its own context), by NT_PROTO_*. */
+struct nt_sock_io {
+	__u64 rx_bytes[NT_NR_PROTO];
+	__u64 rx_calls[NT_NR_PROTO];
+	__u64 tx_bytes[NT_NR_PROTO];
+	__u64 tx_calls[NT_NR_PROTO];
+};
+
 /* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
 struct nt_acct {
 	__u64 hardirq_ns;
@@ -122,18 +131,18 @@ struct nt_acct {
 	/* Handler time of the local timer interrupts (timer_count): with the
 	 * hypervisor slowed down, handler and untraced cost grow together. */
 	__u64 timer_ns;
-	/* Socket traffic the task moved itself (sock:sock_recv_length and
-	 * sock_send_length, in its own context) by NT_PROTO_*, and the
-	 * receive processing spent delivering to sockets it reads (its share
-	 * of the NET_RX runs that delivered to them, wherever they ran):
-	 * kept here so a thread's traffic follows the same exit and
-	 * per-process path as its interrupt time. */
-	__u64 rx_bytes[NT_NR_PROTO];
-	__u64 rx_calls[NT_NR_PROTO];
-	__u64 tx_bytes[NT_NR_PROTO];
-	__u64 tx_calls[NT_NR_PROTO];
+	/* Socket traffic the task moved itself, and the receive processing
+	 * spent delivering to sockets it reads (its share of the NET_RX runs
+	 * that delivered to them, wherever they ran): kept here so a
+	 * thread's traffic follows the same exit and per-process path as its
+	 * interrupt time. */
+	struct nt_sock_io io;
 	__u64 caused_ns;
 	__u64 caused_pkts;
+	/* Its share of the RPS IPIs that brought those packets, in
+	 * thousandths of an IPI: user space adds their untraced cost (their
+	 * handler time is in caused_ns). */
+	__u64 caused_ipis_milli;
 };
 
 /* Value of the per-task hash, keyed by TID (and of the per-process
@@ -248,6 +257,11 @@ struct nt_cpu {
 	/* Of rx_ns[NT_RX_DELIVERED]: charged to no task (the reader's
 	 * record was gone, or a run had more than NT_RUN_READERS readers). */
 	__u64 caused_lost_ns;
+	/* Call-function IPIs that raised NET_RX here (RPS handing packets
+	 * over) and their handler time: each is the next NET_RX run's, and
+	 * shared out with it, so rx_ns adds up to net_rx_ns + rps_ipi_ns. */
+	__u64 rps_ipi_ns;
+	__u64 rps_ipis;
 };
 
 /* Who read a socket last (sock:sock_recv_length): the task its receive
@@ -278,6 +292,7 @@ struct nt_rob {
 struct nt_cg_caused {
 	__u64 ns;
 	__u64 pkts;
+	__u64 ipis_milli;	/* as nt_acct's caused_ipis_milli */
 };
 
 /*

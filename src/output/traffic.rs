@@ -11,8 +11,8 @@ use crate::model::traffic::{RobPair, TrafficView};
 /// Pairs printed per table in batch text.
 pub const BATCH_PAIRS: usize = 10;
 
-/// The header's traffic line: NET_RX time by what it did, and whether the
-/// parts add up. Nothing when traffic is not counted (the collector said
+/// The header's traffic line: NET_RX time (and the RPS IPIs that brought
+/// its packets) by what it did, and whether the parts add up. Nothing when traffic is not counted (the collector said
 /// why once, at start; the columns say `n/a`).
 pub fn summary_line(out: &mut String, f: &Frame) {
     let Some(t) = &f.traffic else {
@@ -26,9 +26,14 @@ pub fn summary_line(out: &mut String, f: &Frame) {
     let ratio = c
         .ratio
         .map_or_else(|| "-".to_string(), |r| format!("{:.1}%", r * 100.0));
+    let ipis = if c.rps_ipi_pct >= 0.05 {
+        format!(" + RPS IPIs {}%", fmt_pct(c.rps_ipi_pct))
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "Traffic: NET_RX {}% of a CPU = {} | CAUSED (tasks) {} + not delivered {} = {} of NET_RX{}",
+        "Traffic: NET_RX {}%{ipis} of a CPU = {} | CAUSED (tasks) {} + not delivered {} = {} of it{}",
         fmt_pct(c.net_rx_pct),
         if parts.is_empty() {
             "-".into()

@@ -78,6 +78,7 @@ fn task_irq(k: u64, w: u64) -> IrqAcct {
         tx_calls: [k * 900 * w, k * 200 * w, 0],
         caused_ns: k * 400_000 * w,
         caused_pkts: k * 1_600 * w,
+        caused_ipis_milli: k * 30_000 * w,
     };
     a
 }
@@ -133,6 +134,8 @@ pub fn sample(k: u64, ntasks: usize, ncpus: u32) -> RawSample {
                             k * 300 * w,
                         ],
                         lost_ns: 0,
+                        rps_ipi_ns: k * 60_000 * w,
+                        rps_ipis: k * 30 * w,
                     },
                     napi_budget_exhausted: k * 400 * w,
                 }),

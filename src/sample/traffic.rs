@@ -39,6 +39,11 @@ pub struct SockAcct {
     pub caused_ns: u64,
     /// Packets delivered to those sockets in those runs.
     pub caused_pkts: u64,
+    /// Its share of the RPS IPIs that brought those packets, in
+    /// thousandths of an IPI: their handler time is in `caused_ns`, their
+    /// untraced cost is the model's to add (calibrated per host).
+    #[serde(default)]
+    pub caused_ipis_milli: u64,
 }
 
 fn sum(v: &[u64]) -> u64 {
@@ -81,6 +86,7 @@ impl SockAcct {
         }
         self.caused_ns = self.caused_ns.saturating_add(b.caused_ns);
         self.caused_pkts = self.caused_pkts.saturating_add(b.caused_pkts);
+        self.caused_ipis_milli = self.caused_ipis_milli.saturating_add(b.caused_ipis_milli);
     }
 
     /// `self - prev`, field-wise, saturating at 0 (a counter that went
@@ -102,6 +108,7 @@ impl SockAcct {
             tx_calls: arr(&self.tx_calls, &prev.tx_calls),
             caused_ns: d(self.caused_ns, prev.caused_ns),
             caused_pkts: d(self.caused_pkts, prev.caused_pkts),
+            caused_ipis_milli: d(self.caused_ipis_milli, prev.caused_ipis_milli),
         }
     }
 }
@@ -116,6 +123,13 @@ pub struct RxSplit {
     /// Of `ns[delivered]`: charged to no task (its record was gone, or a
     /// run delivered to more readers than the collector tells apart).
     pub lost_ns: u64,
+    /// The call-function IPIs that raised NET_RX here (RPS handing this
+    /// CPU its packets) and their handler time: shared out with the next
+    /// NET_RX run, so `ns` adds up to NET_RX time plus `rps_ipi_ns`.
+    #[serde(default)]
+    pub rps_ipi_ns: u64,
+    #[serde(default)]
+    pub rps_ipis: u64,
 }
 
 impl RxSplit {
@@ -123,6 +137,8 @@ impl RxSplit {
     pub fn since(&self, prev: &RxSplit) -> RxSplit {
         let mut o = RxSplit {
             lost_ns: self.lost_ns.saturating_sub(prev.lost_ns),
+            rps_ipi_ns: self.rps_ipi_ns.saturating_sub(prev.rps_ipi_ns),
+            rps_ipis: self.rps_ipis.saturating_sub(prev.rps_ipis),
             ..Default::default()
         };
         for b in 0..NR_RX_BUCKETS {
@@ -132,8 +148,8 @@ impl RxSplit {
         o
     }
 
-    /// All NET_RX time split: equals the CPU's NET_RX time but for
-    /// rounding (one nanosecond per unit at most).
+    /// All NET_RX time split: equals the CPU's NET_RX time plus its RPS
+    /// IPIs' but for rounding (one nanosecond per unit at most).
     pub fn total_ns(&self) -> u64 {
         sum(&self.ns)
     }
@@ -161,6 +177,9 @@ pub struct RawCgCaused {
     pub cgroup_id: u64,
     pub ns: u64,
     pub pkts: u64,
+    /// As [`SockAcct::caused_ipis_milli`].
+    #[serde(default)]
+    pub ipis_milli: u64,
 }
 
 /// Everything about traffic in one sample, beside the per-task counters

@@ -174,3 +174,28 @@ fn timer_ticks_are_seen_as_system_vectors() {
     assert!(ticks > 0, "no local timer interrupts seen in 200 ms");
     assert_eq!(after.health.map_full, 0);
 }
+
+case!(raw_tp_loads_say_traffic_needs_tp_btf, [Need::Bpf]);
+/// The socket programs exist as tp_btf only: a raw_tp load asked for
+/// traffic says why its frames have none, rather than showing zeros.
+fn raw_tp_loads_say_traffic_needs_tp_btf() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for mode in [AttachMode::RawTp, AttachMode::TpBtf] {
+        let c = match BpfCollector::open(&BpfOptions {
+            mode: Some(mode),
+            traffic: true,
+            ..Default::default()
+        }) {
+            Ok(c) => c,
+            Err(e) => return common::skip("live BPF tests", &format!("need root and BTF: {e:#}")),
+        };
+        let t = c.read(&all_cpus()).expect("read").traffic;
+        match mode {
+            AttachMode::RawTp => {
+                assert!(!t.available, "raw_tp counted traffic");
+                assert!(t.why.contains("tp_btf"), "why: {}", t.why);
+            }
+            AttachMode::TpBtf => assert!(t.available, "tp_btf: {}", t.why),
+        }
+    }
+}

@@ -40,9 +40,10 @@ const SEND_SECS: u32 = 6;
 const FRAMES: u32 = 10;
 
 /// nettop at the priority of the load it watches (see cgroup_live).
-fn nettop(frames: u32) -> Command {
+fn nettop(frames: u32, env: &[(&str, &str)]) -> Command {
     let mut c = Command::new("nice");
     c.args(["-n", "-20", env!("CARGO_BIN_EXE_nettop")])
+        .envs(env.iter().copied())
         .args([
             "-b",
             "--json",
@@ -76,8 +77,8 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(frames: u32) -> Watch {
-        let mut child = nettop(frames).spawn().expect("nettop");
+    fn start(frames: u32, env: &[(&str, &str)]) -> Watch {
+        let mut child = nettop(frames, env).spawn().expect("nettop");
         let out = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -224,7 +225,7 @@ fn receive_work_is_billed_to_the_receivers_whose_packets_it_was() {
     let victim_pid = victim.0.id();
     std::thread::sleep(Duration::from_millis(500));
 
-    let watch = Watch::start(FRAMES);
+    let watch = Watch::start(FRAMES, &[]);
     watch.first();
     let source = spawn(
         &format!("source {SEND_SECS} {ADDR_RX}:5301:{RATE_A},{ADDR_RX}:5302:{RATE_B}"),
@@ -252,10 +253,23 @@ fn receive_work_is_billed_to_the_receivers_whose_packets_it_was() {
         p["traffic"]["tx_bytes_per_s"].as_f64()
     });
     let sent_bytes: u64 = sent.iter().map(|c: &Count| c.bytes).sum();
+    // The RPS IPIs that brought the packets to the victim's CPU are
+    // receive work too: in the receivers' CAUSED, checked by conservation.
+    let ipis: f64 = frames
+        .iter()
+        .filter_map(|f| {
+            Some(f["traffic"]["conservation"]["rps_ipi_pct"].as_f64()? * f["interval_s"].as_f64()?)
+        })
+        .sum();
+    let ipi_hidden = |pid| {
+        total(&frames, pid, |p| {
+            p["traffic"]["caused_ipi_hidden_pct"].as_f64()
+        })
+    };
     common::report(&format!(
         "{TEST}: victim's stolen NET_RX {:.3} CPU-s, {:.1} % of it on the receivers \
          ({:.3} + {:.3}); time B:A {ratio_time:.2} vs packets {ratio_pkts:.2}; RX A {:.0}/{} B {:.0}/{} \
-         bytes; TX {tx:.0}/{sent_bytes} bytes",
+         bytes; TX {tx:.0}/{sent_bytes} bytes; RPS IPIs {:.3} CPU-s traced, {:.3} untraced in CAUSED",
         stolen / 100.0,
         share * 100.0,
         to_a / 100.0,
@@ -263,8 +277,11 @@ fn receive_work_is_billed_to_the_receivers_whose_packets_it_was() {
         rx(pid_a),
         a.bytes,
         rx(pid_b),
-        b.bytes
+        b.bytes,
+        ipis / 100.0,
+        (ipi_hidden(pid_a) + ipi_hidden(pid_b)) / 100.0
     ));
+    assert!(ipis > 0.0, "no RPS IPI raised NET_RX on the victim's CPU");
     assert!(
         stolen > 1.0,
         "the victim lost almost no NET_RX time: {stolen:.2} %·s"
@@ -341,7 +358,9 @@ fn undelivered_receive_work_goes_to_named_buckets() {
     let life = SEND_SECS + FRAMES + 6;
     let deaf = Kill(spawn(&format!("deaf 5401 {life}"), &pair.ns_rx, 1, None));
 
-    let watch = Watch::start(FRAMES);
+    // Without the task sampler a send or receive adds to the task's record
+    // itself (the other way to count): its bytes are checked here.
+    let watch = Watch::start(FRAMES, &[("NETTOP_NO_TASK_SAMPLER", "1")]);
     watch.first();
     let source = spawn(
         &format!("source {SEND_SECS} {ADDR_RX}:5401:4000,{FAR_ADDR}:5402:3000"),
@@ -349,10 +368,18 @@ fn undelivered_receive_work_goes_to_named_buckets() {
         0,
         None,
     );
+    let (source_pid, far_pid) = (source.id(), far_sink.id());
     let sent = common::udp::counts(source, Duration::from_secs(60), "source");
     let frames = watch.rest();
     drop(deaf);
     let far_got = common::udp::counts(far_sink, Duration::from_secs(60), "far sink");
+    let tx = total(&frames, source_pid, |p| {
+        p["traffic"]["tx_bytes_per_s"].as_f64()
+    });
+    let far_rx = total(&frames, far_pid, |p| {
+        p["traffic"]["rx_bytes_per_s"].as_f64()
+    });
+    let sent_bytes: u64 = sent.iter().map(|c: &Count| c.bytes).sum();
 
     let (unread, dropped, forwarded) = (
         bucket_units(&frames, "unread"),
@@ -361,9 +388,19 @@ fn undelivered_receive_work_goes_to_named_buckets() {
     );
     common::report(&format!(
         "{TEST}: sent {} to the deaf socket, {} to be forwarded; buckets: unread {unread:.0}, \
-         dropped {dropped:.0}, forwarded {forwarded:.0} (source on {ADDR_TX})",
-        sent[0].datagrams, sent[1].datagrams
+         dropped {dropped:.0}, forwarded {forwarded:.0} (source on {ADDR_TX}); without the task \
+         sampler TX {tx:.0}/{sent_bytes}, far RX {far_rx:.0}/{} bytes",
+        sent[0].datagrams, sent[1].datagrams, far_got[0].bytes
     ));
+    assert!(
+        within(tx, sent_bytes as f64, 0.02),
+        "TX {tx} vs {sent_bytes}"
+    );
+    assert!(
+        within(far_rx, far_got[0].bytes as f64, 0.02),
+        "far RX {far_rx} vs {}",
+        far_got[0].bytes
+    );
     // The deaf socket's queue takes what fits, the rest is dropped: every
     // datagram is one or the other.
     assert!(

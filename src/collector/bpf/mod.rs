@@ -247,8 +247,8 @@ pub struct BpfCollector {
     sampler: Option<Link>,
     /// Why the task sampler is not available.
     sampler_error: Option<String>,
-    /// The traffic programs were left out on purpose (no `--traffic`).
-    traffic_off: bool,
+    /// Why no frame has traffic figures; `None` when they are counted.
+    traffic_why: Option<String>,
     /// Pass number written into the map entries each pass sees.
     sample_gen: u64,
     /// Entries no pass saw at the previous sweep: swept when still unseen.
@@ -370,6 +370,36 @@ fn paired(tp: &str) -> Option<String> {
     tp.strip_suffix("_exit").map(|base| format!("{base}_entry"))
 }
 
+/// Why a load counts no socket traffic, `None` when it does. The socket
+/// programs exist as tp_btf only (they keep the reader on the socket, which
+/// only typed programs may), and need Linux 6.3+ for their tracepoints.
+fn traffic_unavailable(
+    wanted: bool,
+    mode: AttachMode,
+    usable: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    if !wanted {
+        return Some("not counted (start nettop with --traffic)".into());
+    }
+    if mode != AttachMode::TpBtf {
+        return Some(format!(
+            "socket traffic needs the tp_btf programs, and this load is {}",
+            mode.prefix()
+        ));
+    }
+    let missing: Vec<&str> = TRAFFIC_TRACEPOINTS
+        .iter()
+        .copied()
+        .filter(|tp| !usable(tp))
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "this kernel has no {} tracepoint (Linux 6.3+)",
+            missing.join(", ")
+        )
+    })
+}
+
 impl BpfCollector {
     /// Loads and attaches, tp_btf first and raw_tp as the fallback.
     pub fn open(opts: &BpfOptions) -> Result<Self> {
@@ -428,6 +458,9 @@ impl BpfCollector {
             if opts.traffic && !opts.sampler_only {
                 ro.rps_callback = rps_callback();
                 ro.count_traffic = true;
+                // The sampler's passes copy each task's socket traffic
+                // into its record; without them it is added there directly.
+                ro.io_on_task = sampler && !opts.test_clock();
             }
             #[cfg(feature = "testing")]
             {
@@ -491,18 +524,10 @@ impl BpfCollector {
         }
 
         let mut skel = open.load().context("loading BPF programs")?;
-        let no_traffic: Vec<&str> = TRAFFIC_TRACEPOINTS
-            .iter()
-            .copied()
-            .filter(|tp| !usable(tp))
-            .collect();
-        if !opts.sampler_only && opts.traffic && !no_traffic.is_empty() {
+        let traffic_why = traffic_unavailable(opts.traffic, mode, &usable);
+        if let (false, true, Some(why)) = (opts.sampler_only, opts.traffic, &traffic_why) {
             // Once, here: no frame will have traffic figures.
-            log::warn!(
-                "this kernel has no {} tracepoint (Linux 6.3+): socket traffic, CAUSED% and \
-                 robbed-by are not counted",
-                no_traffic.join(", ")
-            );
+            log::warn!("{why}: socket traffic, CAUSED% and robbed-by are not counted");
         }
         let bss: *mut types::bss = skel
             .maps
@@ -589,7 +614,7 @@ impl BpfCollector {
             missing,
             sampler: sampler_link,
             sampler_error: None,
-            traffic_off: !opts.traffic,
+            traffic_why,
             sample_gen: 0,
             stale: Vec::new(),
             stats_fd,

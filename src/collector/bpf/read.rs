@@ -84,22 +84,10 @@ impl BpfCollector {
     /// The socket maps: victim x beneficiary pairs and per-cgroup
     /// receive processing, in batches.
     fn read_traffic(&self) -> Result<RawTraffic> {
-        if self.traffic_off {
+        if let Some(why) = &self.traffic_why {
             return Ok(RawTraffic {
                 available: false,
-                why: "not counted (start nettop with --traffic)".into(),
-                ..Default::default()
-            });
-        }
-        let missing: Vec<&str> = TRAFFIC_TRACEPOINTS
-            .iter()
-            .copied()
-            .filter(|tp| self.missing.iter().any(|m| m == tp))
-            .collect();
-        if !missing.is_empty() {
-            return Ok(RawTraffic {
-                available: false,
-                why: format!("this kernel has no {} tracepoint", missing.join(", ")),
+                why: why.clone(),
                 ..Default::default()
             });
         }
@@ -136,6 +124,7 @@ impl BpfCollector {
                     cgroup_id: id,
                     ns: v.ns,
                     pkts: v.pkts,
+                    ipis_milli: v.ipis_milli,
                 })
             })
             .collect();
@@ -398,6 +387,8 @@ pub(super) fn cpu_counters_from(bytes: &[u8]) -> CpuCounters {
                 ns: v.rx_ns,
                 units: v.rx_units,
                 lost_ns: v.caused_lost_ns,
+                rps_ipi_ns: v.rps_ipi_ns,
+                rps_ipis: v.rps_ipis,
             },
         },
         health: CpuHealth {
@@ -436,12 +427,13 @@ pub(in crate::collector) fn acct_from(a: &types::nt_acct) -> IrqAcct {
         tlb_ns: a.tlb_ns,
         timer_ns: a.timer_ns,
         sock: SockAcct {
-            rx_bytes: a.rx_bytes,
-            rx_calls: a.rx_calls,
-            tx_bytes: a.tx_bytes,
-            tx_calls: a.tx_calls,
+            rx_bytes: a.io.rx_bytes,
+            rx_calls: a.io.rx_calls,
+            tx_bytes: a.io.tx_bytes,
+            tx_calls: a.io.tx_calls,
             caused_ns: a.caused_ns,
             caused_pkts: a.caused_pkts,
+            caused_ipis_milli: a.caused_ipis_milli,
         },
     }
 }

@@ -67,6 +67,8 @@ struct Ctx<'a> {
     mem_total: Option<u64>,
     /// Socket traffic was counted in both samples.
     traffic: bool,
+    /// One plain IPI's untraced cost, ns (see [`Ctx::one_ipi_hidden_ns`]).
+    ipi_cost_ns: f64,
 }
 
 impl Ctx<'_> {
@@ -110,6 +112,18 @@ impl Ctx<'_> {
             ),
             _ => (0.0, 0.0),
         }
+    }
+
+    /// One plain IPI's untraced cost, ns, at the calibration's own state
+    /// (0 without one): what an RPS IPI costs beyond its handler.
+    fn one_ipi_hidden_ns(&self) -> f64 {
+        let per = 1000;
+        let a = IrqAcct {
+            sysvec_count: per,
+            ipi_count: per,
+            ..Default::default()
+        };
+        self.hidden(&a).0 / per as f64
     }
 
     /// What the kernel billed to the threads `a`'s reschedule IPIs woke
@@ -204,7 +218,7 @@ use task::*;
 /// the arithmetic). `prev` and `cur` may come from a recording; nothing is
 /// assumed about their contents beyond the types.
 pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         dt_ns: d(prev.mono_ns, cur.mono_ns),
         clk_tck: host.clk_tck,
         regime: host.regime,
@@ -212,7 +226,9 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
         cal: host.calibration.as_ref(),
         mem_total: host.mem_total_bytes,
         traffic: prev.traffic.available && cur.traffic.available,
+        ipi_cost_ns: 0.0,
     };
+    ctx.ipi_cost_ns = ctx.one_ipi_hidden_ns();
 
     // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
     let prev_tasks: HashMap<(u32, u64), &RawTask> = prev
@@ -378,7 +394,14 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     summary.net_rx_pct_per_gbps = summary.net_rx_pct_per_gbps.map(fin);
 
     let mut cgroups = super::cgroups::rollup(&processes, &cur.cgroups, &cpus, cur.source);
-    traffic::fill_cgroups(prev, cur, ctx.dt_ns, &mut cgroups, &processes);
+    traffic::fill_cgroups(
+        prev,
+        cur,
+        ctx.dt_ns,
+        ctx.ipi_cost_ns,
+        &mut cgroups,
+        &processes,
+    );
     let rx: Vec<_> = calcs.values().map(|k| k.net.rx.clone()).collect();
     let net_rx_ns = calcs
         .values()

@@ -148,7 +148,11 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
             v.rebilled_pct = ctx.pct_ns(ctx.rebilled(&td.irq));
             if ctx.traffic {
-                v.traffic = Some(TaskTraffic::from_delta(&td.irq.sock, ctx.dt_ns));
+                v.traffic = Some(TaskTraffic::from_delta(
+                    &td.irq.sock,
+                    ctx.dt_ns,
+                    ctx.ipi_cost_ns,
+                ));
             }
             v.interruptions_per_s = ctx.rate(td.irq.interruptions() as f64);
             v.softirqs_per_s = ctx.rate(

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::model::frame::{CgroupView, TaskView};
 use crate::model::traffic::{
-    CgroupPair, Conservation, MAX_PAIRS, RobPair, RxBucket, TaskTraffic, TrafficView, fin, pct,
-    per_s,
+    CgroupPair, Conservation, MAX_PAIRS, RobPair, RxBucket, TaskTraffic, TrafficView, fin, ipis_ns,
+    pct, per_s,
 };
 use crate::sample::traffic::{NR_RX_BUCKETS, RX_BUCKETS, RX_DELIVERED, RawRob};
 use crate::sample::{RawSample, RxSplit};
@@ -58,6 +58,7 @@ pub fn traffic_view(
             split.units[b] = split.units[b].saturating_add(r.units[b]);
         }
         split.lost_ns = split.lost_ns.saturating_add(r.lost_ns);
+        split.rps_ipi_ns = split.rps_ipi_ns.saturating_add(r.rps_ipi_ns);
     }
     let buckets = RX_BUCKETS
         .iter()
@@ -71,7 +72,7 @@ pub fn traffic_view(
     let caused_pct: f64 = processes
         .iter()
         .filter_map(|p| p.traffic.as_ref())
-        .map(|t| t.caused_pct)
+        .map(|t| t.caused_pct - t.caused_ipi_hidden_pct)
         .sum();
     let undelivered_ns: u64 = (0..NR_RX_BUCKETS)
         .filter(|&b| b != RX_DELIVERED)
@@ -79,12 +80,15 @@ pub fn traffic_view(
         .sum();
     let buckets_pct = pct(undelivered_ns as f64, dt_ns);
     let net_rx_pct = pct(net_rx_ns as f64, dt_ns);
+    let rps_ipi_pct = pct(split.rps_ipi_ns as f64, dt_ns);
     let conservation = Conservation {
         net_rx_pct,
+        rps_ipi_pct,
         caused_pct: fin(caused_pct),
         buckets_pct,
         lost_pct: pct(split.lost_ns as f64, dt_ns),
-        ratio: (net_rx_ns > 0).then(|| fin((caused_pct + buckets_pct) / net_rx_pct)),
+        ratio: (net_rx_ns > 0)
+            .then(|| fin((caused_pct + buckets_pct) / (net_rx_pct + rps_ipi_pct))),
     };
 
     let comm: HashMap<u32, (&str, u64)> = processes
@@ -155,33 +159,37 @@ pub fn traffic_view(
 
 /// Each cgroup's receive processing, by its sockets' own cgroup (read or
 /// not), and its processes' traffic. Left `None` when traffic is not known.
+/// `ipi_cost_ns` is one IPI's untraced cost on this host.
 pub fn fill_cgroups(
     prev: &RawSample,
     cur: &RawSample,
     dt_ns: u64,
+    ipi_cost_ns: f64,
     cgroups: &mut [CgroupView],
     processes: &[TaskView],
 ) {
     if !cur.traffic.available || !prev.traffic.available {
         return;
     }
-    let before: HashMap<u64, u64> = prev
+    let before: HashMap<u64, (u64, u64)> = prev
         .traffic
         .cgroups
         .iter()
-        .map(|c| (c.cgroup_id, c.ns))
+        .map(|c| (c.cgroup_id, (c.ns, c.ipis_milli)))
         .collect();
-    let caused: HashMap<u64, u64> = cur
+    // A counter that went back was evicted and came back: all of it is new.
+    let caused: HashMap<u64, f64> = cur
         .traffic
         .cgroups
         .iter()
         .map(|c| {
-            let p = before
+            let (ns, milli) = before
                 .get(&c.cgroup_id)
                 .copied()
-                .filter(|p| *p <= c.ns)
-                .unwrap_or(0);
-            (c.cgroup_id, c.ns - p)
+                .filter(|p| p.0 <= c.ns && p.1 <= c.ipis_milli)
+                .unwrap_or((0, 0));
+            let hidden = ipis_ns(c.ipis_milli - milli, ipi_cost_ns);
+            (c.cgroup_id, (c.ns - ns) as f64 + hidden)
         })
         .collect();
     let mut own: HashMap<u64, TaskTraffic> = HashMap::new();
@@ -192,7 +200,7 @@ pub fn fill_cgroups(
     }
     for c in cgroups.iter_mut() {
         let mut t = own.remove(&c.id).unwrap_or_default();
-        t.caused_pct = pct(caused.get(&c.id).copied().unwrap_or(0) as f64, dt_ns);
+        t.caused_pct = pct(caused.get(&c.id).copied().unwrap_or(0.0), dt_ns);
         c.traffic = Some(t);
     }
 }

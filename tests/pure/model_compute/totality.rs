@@ -102,6 +102,7 @@ fn arb_irq() -> impl Strategy<Value = Option<IrqAcct>> {
                     tx_calls: [s[3], s[4], s[5]],
                     caused_ns: c,
                     caused_pkts: s[6],
+                    caused_ipis_milli: s[8],
                 },
             }
         }),

@@ -2,6 +2,7 @@
 //! processes and of cgroups, NET_RX's buckets add up, and a sample without
 //! the socket tracepoints gives "not known", never 0.
 
+use crate::common::calibration;
 use nettop::model::compute;
 use nettop::record::synth;
 use nettop::sample::RawSample;
@@ -103,8 +104,60 @@ fn the_buckets_and_every_caused_add_up_to_net_rx() {
         "{} vs {net_rx}",
         c.net_rx_pct
     );
+    // Synth's RPS IPIs: 60 µs a second on CPU 0, twice that on CPU 1.
+    assert!((c.rps_ipi_pct - 0.018).abs() < 1e-9, "{}", c.rps_ipi_pct);
     let ratio = c.ratio.expect("NET_RX time in the interval");
-    assert!((ratio - (c.caused_pct + c.buckets_pct) / c.net_rx_pct).abs() < 1e-9);
+    assert!((ratio - (c.caused_pct + c.buckets_pct) / (c.net_rx_pct + c.rps_ipi_pct)).abs() < 1e-9);
+}
+
+/// The RPS IPIs that brought a receiver's packets are in its CAUSED%:
+/// their handler time as the collector shared it out, their untraced cost
+/// at the host's calibrated IPI cost. Conservation checks the traced part.
+#[test]
+fn rps_ipis_are_billed_to_the_receivers_at_the_hosts_ipi_cost() {
+    let (p, c) = two(|_| Vec::new());
+    let uncalibrated = compute(&synth::host(2), &p, &c);
+    let mut host = synth::host(2);
+    host.calibration = Some(calibration::from_ipi(calibration::measured(
+        100, 500.0, 3_000.0, 50.0,
+    )));
+    let f = compute(&host, &p, &c);
+    // Every IPI share the collector gave out, 3 µs each.
+    let milli = |s: &RawSample| -> u64 {
+        s.tasks
+            .iter()
+            .filter_map(|t| t.irq.as_ref())
+            .map(|a| a.sock.caused_ipis_milli)
+            .sum()
+    };
+    let want = (milli(&c) - milli(&p)) as f64 / 1000.0 * 3_000.0 / 1e9 * 100.0;
+    let hidden = |f: &nettop::model::frame::Frame| -> f64 {
+        f.processes
+            .iter()
+            .filter_map(|p| p.traffic.as_ref())
+            .map(|t| t.caused_ipi_hidden_pct)
+            .sum()
+    };
+    assert!(want > 0.0);
+    assert!((hidden(&f) - want).abs() < 1e-9, "{} vs {want}", hidden(&f));
+    assert_eq!(hidden(&uncalibrated), 0.0, "no calibration, no estimate");
+    for (a, b) in uncalibrated.processes.iter().zip(&f.processes) {
+        let (Some(a), Some(b)) = (&a.traffic, &b.traffic) else {
+            continue;
+        };
+        assert!(
+            (b.caused_pct - a.caused_pct - b.caused_ipi_hidden_pct).abs() < 1e-9,
+            "{a:?} / {b:?}"
+        );
+    }
+    let (a, b) = (
+        uncalibrated.traffic.expect("traffic"),
+        f.traffic.expect("traffic"),
+    );
+    assert!(
+        (a.conservation.caused_pct - b.conservation.caused_pct).abs() < 1e-9,
+        "the estimate stays out of the conservation check"
+    );
 }
 
 #[test]
@@ -139,11 +192,13 @@ fn a_cgroup_is_billed_by_its_sockets_and_its_processes_traffic_adds_up() {
         cgroup_id: id,
         ns: 1_000_000,
         pkts: 10,
+        ipis_milli: 0,
     }];
     c.traffic.cgroups = vec![RawCgCaused {
         cgroup_id: id,
         ns: 6_000_000,
         pkts: 60,
+        ipis_milli: 0,
     }];
     let f = compute(&synth::host(2), &p, &c);
     let row = f.cgroups.iter().find(|g| g.id == id).expect("cgroup row");

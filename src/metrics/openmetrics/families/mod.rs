@@ -104,7 +104,7 @@ const FAMILIES: &[Def] = &[
     cpu(Counter, "nettop_cpu_interruptions", NO, "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)", Sum, cpu_interruptions),
     cpu(Counter, "nettop_cpu_hidden_seconds", S, "Estimated untraced interrupt cost: interruptions by class x calibrated cost", Sum, cpu_hidden),
     cpu(Counter, "nettop_cpu_net_rx_seconds", S, "Time in NET_RX softirq (net_rx_action), nested hardirqs removed", Sum, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns))),
-    cpu(Counter, "nettop_cpu_net_rx_split_seconds", S, "NET_RX time by what the runs did (bucket: delivered to a read socket, unread, dropped, forwarded, xdp, steered by RPS, no_socket); none where traffic is not counted", Sum, cpu_rx_split),
+    cpu(Counter, "nettop_cpu_net_rx_split_seconds", S, "NET_RX time, and the RPS IPIs that brought its packets, by what the runs did (bucket: delivered to a read socket, unread, dropped, forwarded, xdp, steered by RPS, no_socket); none where traffic is not counted", Sum, cpu_rx_split),
     cpu(Counter, "nettop_cpu_net_rx_actions", NO, "NET_RX softirq runs", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64)),
     cpu(Counter, "nettop_cpu_net_rx_restarts", NO, "NET_RX re-raised from inside NET_RX (budget or time limit ran out)", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_restarts as f64)),
     cpu(Gauge, "nettop_cpu_net_rx_max_seconds", S, "Longest single NET_RX run since the collector started (per node: on any of its CPUs)", Max, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_max_ns))),
