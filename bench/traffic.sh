@@ -220,7 +220,7 @@ cost_table() {  # cost_table SCENE
 bench_cost() {
     echo "### Per-run cost of the traffic programs"
     echo
-    echo "\`kernel.bpf_stats_enabled=1\`; ${WIN_S} s windows of \`bpftool prog show -j\`; per round, in this order: \`nettop -b --json -d 1 --bpf-stats --traffic\`, the same without \`--traffic\`, then \`examples/bpf_floor\` (empty programs on the same tracepoints). ${ROUNDS} rounds; ns/run per round, separated by /; the difference is of the means."
+    echo "\`kernel.bpf_stats_enabled=1\`; ${WIN_S} s windows of \`bpftool prog show -j\`; per round, in this order: \`nettop -b --json -d 1 --bpf-stats --traffic\`${NETTOP_BASE:+, the same with the base build (\$NETTOP_BASE)}, the same without \`--traffic\`, then \`examples/bpf_floor\` (empty programs on the same tracepoints). ${ROUNDS} rounds; ns/run per round, separated by /; the difference is of the means."
     echo
     drop_caches
     sysctl -qw kernel.bpf_stats_enabled=1
@@ -264,7 +264,7 @@ bench_ab() {
             say "ab: round $((r + 1)): $arm"
             case $arm in
                 off) NT_PID= ;;
-                no-traffic) nettop_up "$TMPD/ab-nt.json" --traffic ;;
+                no-traffic) nettop_up "$TMPD/ab-nt.json" ;;
                 traffic) nettop_up "$TMPD/ab-nt.json" --traffic ;;
             esac
             local res

@@ -1057,7 +1057,8 @@ __noinline int nt_rx_charge(__u64 d)
 		if (i >= n)
 			break;
 		share = d * r->pkts / total;
-		ipi_share = ipis_milli * r->pkts / total;
+		/* A division costs; most runs had no IPI (loopback, NIC queues). */
+		ipi_share = ipis_milli ? ipis_milli * r->pkts / total : 0;
 		/* An unread socket's share is in the UNREAD bucket already. */
 		if (r->tid)
 			delivered += share;
