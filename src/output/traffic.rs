@@ -33,7 +33,7 @@ pub fn summary_line(out: &mut String, f: &Frame) {
     };
     let _ = writeln!(
         out,
-        "Traffic: NET_RX {}%{ipis} of a CPU = {} | CAUSED (tasks) {} + not delivered {} = {} of it{}",
+        "Traffic: NET_RX {}%{ipis} of a CPU = {} | CAUSED (tasks, traced) {} + not delivered {} = {} of it{}",
         fmt_pct(c.net_rx_pct),
         if parts.is_empty() {
             "-".into()
