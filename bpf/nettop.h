@@ -158,13 +158,14 @@ struct nt_task {
 	struct nt_acct acct;
 };
 
-/* A thread that exited (sched_process_exit), kept until late batches
- * from other CPUs' slots can no longer arrive (LRU: old ones fall out). */
+/* A thread that exited (sched_process_exit) while its process lives on,
+ * kept until late batches from other CPUs' slots can no longer arrive
+ * (LRU: old ones fall out). */
 struct nt_tomb {
 	__u64 start_boottime;
 	__u64 leader_start_boottime;
 	__u32 tgid;
-	__u32 group_dead;
+	__u32 _pad;
 };
 
 /*
