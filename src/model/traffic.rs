@@ -145,7 +145,7 @@ pub struct CgroupPair {
 /// Whether the parts add up: CAUSED of every task plus the buckets that
 /// reached no reader, against all NET_RX time measured and the RPS IPIs
 /// that brought packets to it. Traced time only: the IPIs' untraced cost
-/// in CAUSED is an estimate on both sides.
+/// in CAUSED is an estimate, with no measured total to check it against.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct Conservation {
     /// All NET_RX time (stolen, inline, ksoftirqd), % of one CPU.

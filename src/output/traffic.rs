@@ -12,8 +12,9 @@ use crate::model::traffic::{RobPair, TrafficView};
 pub const BATCH_PAIRS: usize = 10;
 
 /// The header's traffic line: NET_RX time (and the RPS IPIs that brought
-/// its packets) by what it did, and whether the parts add up. Nothing when traffic is not counted (the collector said
-/// why once, at start; the columns say `n/a`).
+/// its packets) by what it did, and whether the parts add up. Nothing when
+/// traffic is not counted (the collector said why once, at start; the
+/// columns say `n/a`).
 pub fn summary_line(out: &mut String, f: &Frame) {
     let Some(t) = &f.traffic else {
         return;
