@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{fin, pct, per_s};
 use crate::sample::SockAcct;
 use crate::sample::traffic::PROTOCOLS;
 
@@ -177,29 +178,7 @@ pub struct TrafficView {
     pub cgroup_pairs: Vec<CgroupPair>,
 }
 
-pub(crate) fn fin(x: f64) -> f64 {
-    if x.is_finite() { x } else { 0.0 }
-}
-
-/// `n` events over an interval of `dt_ns`, per second (0 for an empty
-/// interval).
-pub(crate) fn per_s(n: u64, dt_ns: u64) -> f64 {
-    if dt_ns == 0 {
-        0.0
-    } else {
-        fin(n as f64 / (dt_ns as f64 / 1e9))
-    }
-}
-
 /// The untraced cost of `milli` thousandths of an IPI, ns.
 pub(crate) fn ipis_ns(milli: u64, ipi_cost_ns: f64) -> f64 {
     fin(milli as f64 / 1000.0 * ipi_cost_ns.max(0.0))
-}
-
-pub(crate) fn pct(ns: f64, dt_ns: u64) -> f64 {
-    if dt_ns == 0 {
-        0.0
-    } else {
-        fin(ns / dt_ns as f64 * 100.0)
-    }
 }

@@ -46,11 +46,7 @@ use crate::sample::{
     ProgStat, RawCpu, RawDevice, RawNapi, RawSample, RawTask, Regime, SOFTIRQ_CTX, Softnet, Source,
 };
 
-/// Replaces NaN/inf (impossible by construction, but a frame must never
-/// carry one) with 0.
-fn fin(x: f64) -> f64 {
-    if x.is_finite() { x } else { 0.0 }
-}
+use super::fin;
 
 fn d(prev: u64, cur: u64) -> u64 {
     cur.saturating_sub(prev)
@@ -67,17 +63,15 @@ struct Ctx<'a> {
     mem_total: Option<u64>,
     /// Socket traffic was counted in both samples.
     traffic: bool,
-    /// One plain IPI's untraced cost, ns (see [`Ctx::one_ipi_hidden_ns`]).
+    /// One plain IPI's untraced cost, ns, at the calibration's own state (0
+    /// without a calibration or without BPF): what an RPS IPI costs beyond
+    /// its handler.
     ipi_cost_ns: f64,
 }
 
 impl Ctx<'_> {
     fn pct_ns(&self, ns: f64) -> f64 {
-        if self.dt_ns == 0 {
-            0.0
-        } else {
-            fin(ns / self.dt_ns as f64 * 100.0)
-        }
+        super::pct(ns, self.dt_ns)
     }
     fn rate(&self, n: f64) -> f64 {
         if self.dt_ns == 0 {
@@ -112,18 +106,6 @@ impl Ctx<'_> {
             ),
             _ => (0.0, 0.0),
         }
-    }
-
-    /// One plain IPI's untraced cost, ns, at the calibration's own state
-    /// (0 without one): what an RPS IPI costs beyond its handler.
-    fn one_ipi_hidden_ns(&self) -> f64 {
-        let per = 1000;
-        let a = IrqAcct {
-            sysvec_count: per,
-            ipi_count: per,
-            ..Default::default()
-        };
-        self.hidden(&a).0 / per as f64
     }
 
     /// What the kernel billed to the threads `a`'s reschedule IPIs woke
@@ -218,17 +200,20 @@ use task::*;
 /// the arithmetic). `prev` and `cur` may come from a recording; nothing is
 /// assumed about their contents beyond the types.
 pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
-    let mut ctx = Ctx {
+    let cal = host.calibration.as_ref();
+    let ctx = Ctx {
         dt_ns: d(prev.mono_ns, cur.mono_ns),
         clk_tck: host.clk_tck,
         regime: host.regime,
         source: cur.source,
-        cal: host.calibration.as_ref(),
+        cal,
         mem_total: host.mem_total_bytes,
         traffic: prev.traffic.available && cur.traffic.available,
-        ipi_cost_ns: 0.0,
+        ipi_cost_ns: match cal {
+            Some(c) if cur.source == Source::Bpf => fin(c.ipi.hidden_ns.max(0.0)),
+            _ => 0.0,
+        },
     };
-    ctx.ipi_cost_ns = ctx.one_ipi_hidden_ns();
 
     // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
     let prev_tasks: HashMap<(u32, u64), &RawTask> = prev

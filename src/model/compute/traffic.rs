@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::model::frame::{CgroupView, TaskView};
 use crate::model::traffic::{
-    CgroupPair, Conservation, MAX_PAIRS, RobPair, RxBucket, TaskTraffic, TrafficView, fin, ipis_ns,
-    pct, per_s,
+    CgroupPair, Conservation, MAX_PAIRS, RobPair, RxBucket, TaskTraffic, TrafficView, ipis_ns,
 };
+use crate::model::{fin, pct, per_s};
 use crate::sample::traffic::{NR_RX_BUCKETS, RX_BUCKETS, RX_DELIVERED, RawRob};
 use crate::sample::{RawSample, RxSplit};
 
