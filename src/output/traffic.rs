@@ -73,8 +73,9 @@ pub fn pair_header() -> String {
     )
 }
 
-/// Pairs below this share of a CPU are left out of batch text's tables.
-const BATCH_MIN_PCT: f64 = 0.05;
+/// Pairs below this share of a CPU are left out of the tables (batch text
+/// and the cgroup view's): a trickle says nothing at one decimal.
+pub const MIN_PAIR_PCT: f64 = 0.05;
 
 /// The pairs a victim was robbed by, largest first.
 pub fn robbed_by(t: &TrafficView, victim: u32) -> Vec<&RobPair> {
@@ -96,7 +97,7 @@ pub fn tables(out: &mut String, f: &Frame, cgroups: bool) {
     let lines: Vec<String> = if cgroups {
         t.cgroup_pairs
             .iter()
-            .filter(|p| p.pct >= BATCH_MIN_PCT)
+            .filter(|p| p.pct >= MIN_PAIR_PCT)
             .take(BATCH_PAIRS)
             .map(|p| {
                 format!(
@@ -111,7 +112,7 @@ pub fn tables(out: &mut String, f: &Frame, cgroups: bool) {
     } else {
         t.robbed
             .iter()
-            .filter(|p| p.pct >= BATCH_MIN_PCT)
+            .filter(|p| p.pct >= MIN_PAIR_PCT)
             .take(BATCH_PAIRS)
             .map(pair_line)
             .collect()

@@ -12,6 +12,7 @@ use ratatui::widgets::{Cell, Row, Table};
 use crate::model::frame::Frame;
 use crate::model::traffic::CgroupPair;
 use crate::output::format::{fmt_pct, fmt_rate};
+use crate::output::traffic::MIN_PAIR_PCT;
 use crate::ui::style::Sty;
 
 /// Pairs shown at most.
@@ -22,7 +23,7 @@ pub fn pairs(f: &Frame) -> Vec<&CgroupPair> {
     f.traffic.as_ref().map_or_else(Vec::new, |t| {
         t.cgroup_pairs
             .iter()
-            .filter(|p| p.victim_cgroup != p.beneficiary_cgroup && p.pct >= 0.05)
+            .filter(|p| p.victim_cgroup != p.beneficiary_cgroup && p.pct >= MIN_PAIR_PCT)
             .take(MAX_LINES)
             .collect()
     })
