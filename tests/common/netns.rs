@@ -243,14 +243,20 @@ impl Drop for NetnsPair {
     fn drop(&mut self) {
         self.stop_children();
         for ns in self.created.drain(..) {
-            // A namespace with a dying process can refuse deletion briefly.
-            for _ in 0..10 {
-                if ip(&["netns", "del", &ns]).is_ok() {
-                    break;
-                }
-                sleep(Duration::from_millis(100));
-            }
+            delete(&ns);
         }
+    }
+}
+
+/// Kills what still runs in namespace `ns` and deletes it. A namespace
+/// with a dying process can refuse deletion briefly: it is tried again.
+pub fn delete(ns: &str) {
+    kill_pids_in(ns);
+    for _ in 0..10 {
+        if ip(&["netns", "del", ns]).is_ok() {
+            break;
+        }
+        sleep(Duration::from_millis(100));
     }
 }
 

@@ -503,18 +503,7 @@ impl Far {
 
 impl Drop for Far {
     fn drop(&mut self) {
-        common::netns::kill_pids_in(&self.ns);
-        for _ in 0..10 {
-            let ok = Command::new("ip")
-                .args(["netns", "del", &self.ns])
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        common::netns::delete(&self.ns);
     }
 }
 
