@@ -2,15 +2,18 @@
 //! one loop that turns its samples into frames (sample → compute → device
 //! configuration), and the sample source the recording/serving loop takes.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::app::cli::Cli;
 use crate::app::options;
+use crate::calibrate::again::Again;
 use crate::collector::Collector;
 use crate::model::frame::Frame;
 use crate::record::SampleSource;
 use crate::sample::{HostInfo, RawSample};
+use crate::sys::sysroot::Sysroot;
 use crate::topology::{HostTopology, LoadOptions};
 
 /// The collector with the command line's options, calibrated (cache or
@@ -67,6 +70,10 @@ pub struct LiveFrames {
     col: Collector,
     prev: RawSample,
     config: Option<DeviceConfigSource>,
+    /// A disturbed calibration measured again in the background.
+    again: Again,
+    root: Sysroot,
+    cache_dir: PathBuf,
 }
 
 impl LiveFrames {
@@ -83,6 +90,9 @@ impl LiveFrames {
             col,
             prev,
             config: with_config.then(|| DeviceConfigSource::new(options::topology(cli))),
+            again: Again::new(Instant::now()),
+            root: options::sysroot(cli),
+            cache_dir: options::cache_dir(cli),
         })
     }
 
@@ -90,12 +100,41 @@ impl LiveFrames {
         self.col.host()
     }
 
-    /// The frame from the last sample to now.
+    /// The frame from the last sample to now. A disturbed calibration is
+    /// measured again first when it is due (see [`crate::calibrate::again`]):
+    /// the frame is charged with the table in use, and says so.
     pub fn next_frame(&mut self) -> anyhow::Result<Frame> {
+        let now = Instant::now();
+        let again = self
+            .again
+            .due(now, self.col.host().calibration.as_ref())
+            .then(|| {
+                let (outcome, cpu_ms) =
+                    crate::calibrate::again::run(&mut self.col, &self.root, &self.cache_dir);
+                self.again.measured(Instant::now(), cpu_ms);
+                outcome
+            });
         let cur = self.col.sample()?;
         let mut frame = crate::model::compute(self.col.host(), &self.prev, &cur);
         if let Some(c) = self.config.as_mut() {
             c.attach(&mut frame);
+        }
+        if let Some(o) = again {
+            let w = &mut frame.calibration_warning;
+            if !w.is_empty() {
+                w.push_str("; ");
+            }
+            w.push_str(&o.note());
+        }
+        if self
+            .col
+            .host()
+            .calibration
+            .as_ref()
+            .is_some_and(|c| c.disturbed())
+        {
+            let status = self.again.status(Instant::now());
+            frame.calibration_warning.push_str(&format!("; {status}"));
         }
         self.prev = cur;
         Ok(frame)

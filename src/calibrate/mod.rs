@@ -20,6 +20,7 @@
 //! all) over ~1 s of wall time, once per boot ([`cache`]), on CPUs chosen
 //! by [`placement`].
 
+pub mod again;
 pub mod cache;
 pub mod census;
 pub mod hrtimer;
@@ -39,7 +40,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::collector::Collector;
 use crate::collector::bpf::{BpfCollector, BpfOptions};
-use crate::sample::calibration::{Calibration, CalibrationKey};
+use crate::sample::calibration::{Calibration, CalibrationKey, NOISY_SPREAD};
 use crate::sample::{HostInfo, Regime};
 use crate::sys::clock::thread_cputime_ns;
 use crate::sys::sysroot::Sysroot;
@@ -139,7 +140,7 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
 }
 
 /// Measures now, on CPUs chosen on this host. A measurement the host
-/// disturbed ([`table::noise`] above [`table::NOISY_SPREAD`]) is taken
+/// disturbed ([`Calibration::noise`] above [`NOISY_SPREAD`]) is taken
 /// once more and the quieter of the two kept: on the development VM a
 /// burst of the host's own load during the second of spinning left every
 /// class 13–17 % spread and the local timer at twice its cost (an oracle
@@ -169,8 +170,8 @@ pub fn measure(
             c
         }
     };
-    let noise = table::noise(&c);
-    if noise > table::NOISY_SPREAD {
+    let noise = c.noise();
+    if noise > NOISY_SPREAD {
         c.notes.push(format!(
             "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
              this was measured; `nettop --calibrate` again when it is quieter",
@@ -185,8 +186,8 @@ pub fn measure(
 /// more measurement (`again`), with a note saying so. A second
 /// measurement that fails leaves the first, noted.
 fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> Calibration {
-    let noise_first = table::noise(&first);
-    if noise_first <= table::NOISY_SPREAD {
+    let noise_first = first.noise();
+    if noise_first <= NOISY_SPREAD {
         return first;
     }
     let second = match again() {
@@ -200,7 +201,7 @@ fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> C
             return c;
         }
     };
-    let noise_second = table::noise(&second);
+    let noise_second = second.noise();
     let cost_cpu_ms = first.cost_cpu_ms + second.cost_cpu_ms;
     let mut c = if noise_second < noise_first {
         second

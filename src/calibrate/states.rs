@@ -7,7 +7,7 @@
 //! state seen on this boot ([`merge`]) for `model::hidden` to charge each
 //! frame the state its own IPIs show.
 
-use crate::sample::calibration::{Basis, Calibration, IpiState, same_state};
+use crate::sample::calibration::{Basis, Calibration, IpiState, NOISY_SPREAD, same_state};
 
 use super::census::Census;
 
@@ -48,10 +48,6 @@ pub fn split(each: &[Census], min_samples: u64) -> Option<(Vec<usize>, Vec<usize
 /// Other states kept beside the newest table's own; beyond this the
 /// oldest go (a host wandering among more is noise, not states).
 const MAX_STATES: usize = 3;
-
-/// A measured class's spread beyond this share of its hidden cost: the
-/// host was busy while the calibration ran (see `table::noise`).
-pub const NOISY_SPREAD: f64 = 0.08;
 
 /// A state whose IPI cost was measured while the host disturbed the
 /// calibration (spread beyond [`NOISY_SPREAD`] of the cost)

@@ -32,21 +32,6 @@ fn now_unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
-pub use super::states::NOISY_SPREAD;
-
-/// The largest spread relative to its hidden cost among the measured
-/// classes the charges rest on most (IPI, TLB shootdown, local timer): 1–5 %
-/// in a quiet calibration on the development VM, 10–17 % in one a burst of
-/// the host's own load hit. (Reschedule and softirq costs are near 0,
-/// where a relative spread means nothing.)
-pub fn noise(c: &Calibration) -> f64 {
-    [&c.ipi, &c.tlb, &c.timer]
-        .into_iter()
-        .filter(|k| k.basis == Basis::Measured && k.hidden_ns > 0.0)
-        .map(|k| k.spread_ns / k.hidden_ns)
-        .fold(0.0, f64::max)
-}
-
 /// Per-window estimates need this many samples in every window to be used.
 const MIN_WINDOW_SAMPLES: u64 = 50;
 

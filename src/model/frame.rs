@@ -61,6 +61,19 @@ pub struct TaskView {
     /// this host (`model::hidden`). 0 without BPF or without a calibration.
     #[serde(default)]
     pub hidden_pct: f64,
+    /// The band TRUE% and HIDDEN~% are known within: the calibration's
+    /// uncertainty on this task's interruptions
+    /// ([`crate::sample::calibration::Calibration::hidden_band_ns`]).
+    /// Equal to the figure itself without a calibration (nothing is
+    /// charged, so nothing is uncertain) and without BPF.
+    #[serde(default)]
+    pub true_pct_low: f64,
+    #[serde(default)]
+    pub true_pct_high: f64,
+    #[serde(default)]
+    pub hidden_pct_low: f64,
+    #[serde(default)]
+    pub hidden_pct_high: f64,
     /// Its own run time the kernel billed to the threads its reschedule
     /// IPIs woke (the woken thread is billed from the wake-up on another
     /// CPU): given back in TRUE%, which can then exceed ONCPU% − STOLEN%.
@@ -140,6 +153,11 @@ impl TaskView {
     /// softirq).
     pub fn gap_pct(&self) -> f64 {
         self.top_pct - self.true_pct
+    }
+
+    /// Half the width of TRUE%'s band, points (0 without one).
+    pub fn true_band_pct(&self) -> f64 {
+        ((self.true_pct_high - self.true_pct_low) / 2.0).max(0.0)
     }
 
     /// Used no CPU in the interval, by top's ticks or the scheduler's
@@ -403,6 +421,13 @@ pub struct Frame {
     /// its spread is, or why there is none (empty without BPF).
     #[serde(default)]
     pub hidden_note: String,
+    /// Why this frame's HIDDEN~ and TRUE% should not be taken at face
+    /// value: the calibration they rest on was disturbed by the host's
+    /// own load, or the host now delivers IPIs in a state no calibration
+    /// saw. Empty when there is nothing to say. Every front end shows it;
+    /// the band each task carries is wider by as much.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub calibration_warning: String,
     pub source: Source,
     pub summary: Summary,
     pub cpus: Vec<CpuView>,

@@ -29,7 +29,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::fields::{Align, Cell, Field, STOLEN_MARK_PCT, Tone};
-use super::format::{fmt_cpu_time, fmt_mem, fmt_pct, fmt_pct_or_dash, fmt_priority, fmt_rate};
+use super::format::{
+    fmt_cpu_time, fmt_mem, fmt_pct, fmt_pct_band, fmt_pct_or_dash, fmt_priority, fmt_rate,
+};
 use crate::model::frame::{Frame, TaskView};
 use crate::sample::Source;
 
@@ -282,7 +284,7 @@ impl ProcColumn {
             P::State => "state: R run, S sleep, D disk wait, Z zombie",
             P::Top => "%CPU exactly as top shows it",
             P::OnCpu => "time the scheduler had it on a CPU",
-            P::True => "CPU the task really got for its own work",
+            P::True => "CPU the task really got for its own work, ± its band",
             P::Gap => "TOP% minus TRUE%: what top gets wrong",
             P::Stolen => "HI% + SI%: irq work run on its time for others",
             P::Hidden => "estimate: untraced cost of its interruptions",
@@ -435,7 +437,8 @@ impl ProcColumn {
             // process whose argv is gone shows its name).
             P::Command if cx.cmdline && !t.cmdline.is_empty() => t.cmdline.join(" "),
             P::Command => t.comm.clone(),
-            P::Top | P::OnCpu | P::True => fmt_pct(self.value(t).unwrap_or(0.0)),
+            P::True => fmt_pct_band(t.true_pct, t.true_band_pct()),
+            P::Top | P::OnCpu => fmt_pct(self.value(t).unwrap_or(0.0)),
             // The TUI draws it from its history (`ui::history`).
             P::Trend => String::new(),
             P::IrqRate => fmt_rate(t.interruptions_per_s),

@@ -7,7 +7,7 @@ use crate::model::frame::{Frame, TaskView};
 use crate::sample::SOFTIRQ_NAMES;
 
 /// CSV header of [`csv_rows`].
-pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interruptions_per_s,softirqs_per_s,priority,nice,cpu_time_s,virt_bytes,res_bytes,shr_bytes,mem_pct,caused_pct,rx_bytes_per_s,tx_bytes_per_s,rx_pkts_per_s,tx_pkts_per_s";
+pub const CSV_HEADER: &str = "unix_ms,seq,interval_s,pid,tid,comm,state,last_cpu,top_pct,on_cpu_pct,true_pct,stolen_pct,hardirq_pct,sysvec_pct,softirq_stolen_net_rx_pct,softirq_stolen_pct,inline_pct,ksoftirqd_pct,hidden_pct,interruptions_per_s,softirqs_per_s,priority,nice,cpu_time_s,virt_bytes,res_bytes,shr_bytes,mem_pct,caused_pct,rx_bytes_per_s,tx_bytes_per_s,rx_pkts_per_s,tx_pkts_per_s,true_pct_low,true_pct_high,hidden_pct_low,hidden_pct_high";
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -48,7 +48,7 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
         let soft: f64 = t.softirq_stolen_pct.iter().sum();
         let tr = t.traffic.as_ref();
         out.push_str(&format!(
-            "{},{},{:.3},{},{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.1},{:.1},{},{},{:.2},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{:.3},{},{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.1},{:.1},{},{},{:.2},{},{},{},{},{},{},{},{},{},{:.2},{:.2},{:.2},{:.2}\n",
             f.unix_ms,
             f.seq,
             f.interval_s,
@@ -82,6 +82,10 @@ pub fn csv_rows(f: &Frame, threads: bool, rows: usize) -> String {
             opt(tr.map(|x| format!("{:.0}", x.tx_bytes_per_s))),
             opt(tr.map(|x| format!("{:.1}", x.rx_pkts_per_s))),
             opt(tr.map(|x| format!("{:.1}", x.tx_pkts_per_s))),
+            t.true_pct_low,
+            t.true_pct_high,
+            t.hidden_pct_low,
+            t.hidden_pct_high,
         ));
     }
     out

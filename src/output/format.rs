@@ -11,6 +11,18 @@ pub fn fmt_pct(v: f64) -> String {
     }
 }
 
+/// A percent known within ± `band` points: as [`fmt_pct`] while the band
+/// is 2 points wide or less, else whole points and the half-width
+/// ("44±6"), in the width of a percent column. A figure shown to a tenth
+/// of a point would claim more than is known.
+pub fn fmt_pct_band(v: f64, band: f64) -> String {
+    if band > 1.0 && band.is_finite() {
+        format!("{v:.0}±{:.0}", band.min(99.0))
+    } else {
+        fmt_pct(v)
+    }
+}
+
 /// Interrupt-related percent: "-" for nothing, so real values stand out.
 pub fn fmt_pct_or_dash(v: f64) -> String {
     if v < 0.05 { "-".into() } else { fmt_pct(v) }
@@ -109,6 +121,18 @@ pub fn hms(unix_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_band_wider_than_two_points_is_shown_in_whole_points() {
+        assert_eq!(fmt_pct_band(44.13, 0.9), "44.1");
+        assert_eq!(fmt_pct_band(44.13, 1.0), "44.1");
+        assert_eq!(fmt_pct_band(44.13, 5.6), "44±6");
+        assert_eq!(fmt_pct_band(44.13, f64::NAN), "44.1");
+        for (v, b) in [(100.0, 250.0), (0.0, 1.5), (99.96, 30.0)] {
+            let s = fmt_pct_band(v, b);
+            assert!(s.chars().count() <= 6, "{v} ± {b} -> {s}");
+        }
+    }
 
     #[test]
     fn rates_are_compact_and_fit_six_columns() {

@@ -112,6 +112,9 @@ fn header(out: &mut String, f: &Frame, o: &TextOptions) {
             }
             let _ = writeln!(out, "{line}");
             let _ = writeln!(out, "Hidden~: {}", f.hidden_note);
+            if !f.calibration_warning.is_empty() {
+                let _ = writeln!(out, "WARNING: {}", f.calibration_warning);
+            }
         }
         Source::ProcOnly => {
             let _ = writeln!(

@@ -146,6 +146,12 @@ pub struct Calibration {
     pub states: Vec<IpiState>,
 }
 
+/// A measured class's spread beyond this share of its hidden cost: the
+/// host was busy while the calibration ran. Quiet calibrations on the
+/// development VM spread 1–5 %, ones a burst of the host's own load hit
+/// 10–23 %.
+pub const NOISY_SPREAD: f64 = 0.08;
+
 /// Plain-IPI handler times this close (either way) are one state of the
 /// host: calibrations within one state on the development VM differ by up
 /// to 1.15×, its two states are 1.8× apart.
@@ -239,6 +245,25 @@ impl Calibration {
         std::iter::once(self.own_state())
             .chain(self.states.iter().cloned())
             .collect()
+    }
+
+    /// The largest spread relative to its hidden cost among the measured
+    /// classes the charges rest on most (IPI, TLB shootdown, local timer).
+    /// Reschedule and softirq costs are near 0, where a relative spread
+    /// means nothing.
+    pub fn noise(&self) -> f64 {
+        [&self.ipi, &self.tlb, &self.timer]
+            .into_iter()
+            .filter(|k| k.basis == Basis::Measured && k.hidden_ns > 0.0)
+            .map(|k| k.spread_ns / k.hidden_ns)
+            .filter(|r| r.is_finite())
+            .fold(0.0, f64::max)
+    }
+
+    /// The host disturbed this measurement beyond what a quiet one spreads
+    /// ([`NOISY_SPREAD`]): its costs may be a busy moment's.
+    pub fn disturbed(&self) -> bool {
+        self.noise() > NOISY_SPREAD
     }
 
     /// Every row of the table: the interruption classes and the softirq

@@ -129,6 +129,8 @@ pub(crate) fn status_line<'a>(app: &'a App, s: &Sty) -> Line<'a> {
         // The full note (origin, spread) is in the help screen.
         if f.hidden_note.contains("not calibrated") {
             spans.push(Span::styled(" · HIDDEN~ not calibrated", s.warn()));
+        } else if !f.calibration_warning.is_empty() {
+            spans.push(Span::styled(" · HIDDEN~ uncertain (? for why)", s.warn()));
         } else {
             spans.push(Span::raw(" · HIDDEN~ calibrated (? for how)"));
         }
@@ -268,7 +270,13 @@ pub(crate) fn draw_help(f: &mut TermFrame, app: &App, s: &Sty, area: Rect, off: 
     let notes: Vec<&str> = app
         .frame
         .as_ref()
-        .map(|fr| vec![fr.regime_note.as_str(), fr.hidden_note.as_str()])
+        .map(|fr| {
+            vec![
+                fr.regime_note.as_str(),
+                fr.hidden_note.as_str(),
+                fr.calibration_warning.as_str(),
+            ]
+        })
         .unwrap_or_default()
         .into_iter()
         .filter(|n| !n.is_empty())

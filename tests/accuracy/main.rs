@@ -161,6 +161,9 @@ struct Avg {
     interruptions_per_s: f64,
     cpu_soft: f64,
     cpu_unexplained_irq: f64,
+    /// TRUE%'s band (`TaskView::true_pct_low`/`_high`).
+    true_low: f64,
+    true_high: f64,
 }
 
 struct Outcome {
@@ -198,6 +201,9 @@ struct Outcome {
     avg: Avg,
     regime: String,
     hidden_note: String,
+    /// The frames' calibration warnings (`Frame::calibration_warning`),
+    /// empty when none was flagged.
+    warning: String,
     health: String,
 }
 
@@ -219,6 +225,15 @@ impl Outcome {
     fn explained(&self) -> f64 {
         (self.avg.stolen + self.avg.hidden) / self.interrupt_loss_pct()
     }
+
+    /// The victim's real share lies within TRUE%'s band.
+    fn in_band(&self) -> bool {
+        (self.avg.true_low..=self.avg.true_high).contains(&self.share_pct)
+    }
+
+    fn flagged(&self) -> bool {
+        !self.warning.is_empty()
+    }
 }
 
 fn victim_row(f: &Frame, tid: u32) -> Option<&TaskView> {
@@ -234,6 +249,9 @@ enum Load<'a> {
     /// The same thread shooting down TLB entries (mprotect of a page of
     /// the victim's own address space).
     Tlb,
+    /// The same thread mapping a page, which the victim touches, and
+    /// unmapping it.
+    Munmap,
     /// The same thread waking a thread that sleeps on the victim's CPU.
     Wake,
     /// A perf `cpu-clock` event's hrtimer on the victim's CPU.
@@ -263,6 +281,10 @@ fn run_scenario(
         ),
         Load::Tlb => format!(
             ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={},tlb=1",
+            CALIBRATE.as_millis()
+        ),
+        Load::Munmap => format!(
+            ",ipi_cpu={TRAFFIC_CPU},ipi_period_ns={IPI_PERIOD_NS},ipi_after_ms={},munmap=1",
             CALIBRATE.as_millis()
         ),
         Load::Timer => format!(
@@ -330,6 +352,8 @@ fn run_scenario(
         avg.top += row.top_pct;
         avg.on_cpu += row.on_cpu_pct;
         avg.true_ += row.true_pct;
+        avg.true_low += row.true_pct_low;
+        avg.true_high += row.true_pct_high;
         avg.stolen += row.stolen_pct;
         avg.hidden += row.hidden_pct;
         avg.hardirq += row.hardirq_pct;
@@ -355,6 +379,8 @@ fn run_scenario(
         &mut avg.top,
         &mut avg.on_cpu,
         &mut avg.true_,
+        &mut avg.true_low,
+        &mut avg.true_high,
         &mut avg.stolen,
         &mut avg.hidden,
         &mut avg.hardirq,
@@ -402,6 +428,13 @@ fn run_scenario(
         avg,
         regime: format!("{:?}: {}", last.regime, last.regime_note),
         hidden_note: last.hidden_note.clone(),
+        warning: frames
+            .iter()
+            .skip(1)
+            .map(|f| f.calibration_warning.as_str())
+            .find(|w| !w.is_empty())
+            .unwrap_or_default()
+            .to_string(),
         health: format!("{:?}", last.health),
     })
 }
@@ -519,10 +552,97 @@ fn describe(o: &Outcome) -> String {
         frac(a.stolen + a.hidden),
         a.true_ - o.share_pct
     );
+    let _ = writeln!(
+        s,
+        "band    TRUE% in [{:.1}, {:.1}] (width {:.1}): the share {:.1} % is {}{}",
+        a.true_low,
+        a.true_high,
+        a.true_high - a.true_low,
+        o.share_pct,
+        if o.in_band() { "inside" } else { "OUTSIDE" },
+        if o.flagged() { ", flagged" } else { "" }
+    );
     let _ = writeln!(s, "regime  {}", o.regime);
     let _ = writeln!(s, "hidden  {}", o.hidden_note);
+    if o.flagged() {
+        let _ = writeln!(s, "flag    {}", o.warning);
+    }
     let _ = writeln!(s, "health  {}", o.health);
     s
+}
+
+/// Every loaded attempt of this run of the binary: how often the victim's
+/// real share fell inside TRUE%'s band, and how wide the band was.
+#[derive(Default)]
+struct Tally {
+    attempts: u32,
+    inside: u32,
+    /// Outside, but the frames carried a calibration warning.
+    flagged_outside: u32,
+    first: u32,
+    first_inside: u32,
+    first_flagged_outside: u32,
+    widths: Vec<(&'static str, f64)>,
+}
+
+static TALLY: Mutex<Tally> = Mutex::new(Tally {
+    attempts: 0,
+    inside: 0,
+    flagged_outside: 0,
+    first: 0,
+    first_inside: 0,
+    first_flagged_outside: 0,
+    widths: Vec::new(),
+});
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Counts a loaded attempt (the control has nothing charged, so no band
+/// to judge) and reports the run's tally so far.
+fn tally(o: &Outcome, first: bool) {
+    if o.label.starts_with("control") {
+        return;
+    }
+    let mut t = TALLY.lock().unwrap_or_else(|e| e.into_inner());
+    let (inside, flagged_out) = (o.in_band(), !o.in_band() && o.flagged());
+    t.attempts += 1;
+    t.inside += u32::from(inside);
+    t.flagged_outside += u32::from(flagged_out);
+    if first {
+        t.first += 1;
+        t.first_inside += u32::from(inside);
+        t.first_flagged_outside += u32::from(flagged_out);
+    }
+    t.widths.push((o.label, o.avg.true_high - o.avg.true_low));
+    let of = |label: &str| {
+        median(
+            t.widths
+                .iter()
+                .filter(|(l, _)| l.starts_with(label))
+                .map(|(_, w)| *w)
+                .collect(),
+        )
+    };
+    common::report(&format!(
+        "TALLY   share inside the band in {}/{} attempts ({} more outside but flagged); first \
+         attempts {}/{} inside ({} flagged outside); median band width {:.1} points, {:.1} \
+         under RPS\n",
+        t.inside,
+        t.attempts,
+        t.flagged_outside,
+        t.first_inside,
+        t.first,
+        t.first_flagged_outside,
+        median(t.widths.iter().map(|(_, w)| *w).collect()),
+        of("steered")
+    ));
 }
 
 /// Takes the oracle lock (a failed oracle must not poison the other).
@@ -551,7 +671,11 @@ fn attempt(
             Ok(o) => {
                 let d = describe(&o);
                 common::report(&d);
-                match check(&o) {
+                let verdict = check(&o);
+                if !matches!(verdict, Err(Miss::NoLoad(_))) {
+                    tally(&o, counted == 0);
+                }
+                match verdict {
                     Ok(()) => return Some(o),
                     Err(Miss::NoLoad(e)) if unloaded < NO_LOAD_RETRIES => {
                         unloaded += 1;
@@ -686,6 +810,25 @@ fn nettop_sees_tlb_shootdown_cost() {
         "TLB shootdowns from CPU 0",
         check_tlb,
         || Load::Tlb,
+    );
+}
+
+case!(
+    nettop_sees_munmap_shootdown_cost,
+    [Need::Custom(vector_oracle_missing)]
+);
+/// TLB shootdowns of pages the victim touched: a thread on CPU 0 maps a
+/// page, the victim touches it, the thread unmaps it (one shootdown per
+/// page, of an entry the victim holds), as a sibling freeing memory both
+/// used. The calibration measures shootdowns with mprotect of a page the
+/// spinner never touches; this oracle checks that cost holds for
+/// unmapping too.
+fn nettop_sees_munmap_shootdown_cost() {
+    vector_oracle(
+        "accuracy::nettop_sees_munmap_shootdown_cost",
+        "munmap shootdowns from CPU 0",
+        check_tlb,
+        || Load::Munmap,
     );
 }
 

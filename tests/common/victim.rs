@@ -14,7 +14,7 @@
 
 use std::hint::black_box;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,12 @@ pub struct Options {
     /// IPI (call-function vector, `flush_tlb_func`) to the spinner's CPU
     /// each time, as a sibling thread changing mappings does.
     pub tlb: bool,
+    /// The sender shoots TLB entries down by unmapping instead: it maps a
+    /// fresh page, the spinner touches it, and the sender unmaps it, as a
+    /// sibling thread freeing memory both used does (a shootdown of an
+    /// entry the spinner holds, page tables freed where the page was the
+    /// last in them).
+    pub munmap: bool,
     /// The sender wakes a SCHED_FIFO thread sleeping on the spinner's CPU
     /// instead (eventfd): a reschedule IPI, then that thread runs and
     /// sleeps again; its run time is reported per bucket (`other_ns`).
@@ -73,6 +79,7 @@ impl Default for Options {
             ipi_period_ns: 20_000,
             ipi_after_ms: 0,
             tlb: false,
+            munmap: false,
             wake: false,
             timer: false,
         }
@@ -102,6 +109,7 @@ impl Options {
                 "ipi_period_ns" => o.ipi_period_ns = n.max(1),
                 "ipi_after_ms" => o.ipi_after_ms = n,
                 "tlb" => o.tlb = n != 0,
+                "munmap" => o.munmap = n != 0,
                 "wake" => o.wake = n != 0,
                 "timer" => o.timer = n != 0,
                 _ => return Err(format!("unknown victim option '{k}'")),
@@ -251,6 +259,48 @@ impl Drop for Page {
     }
 }
 
+/// The page the munmap sender hands to the spinner (see
+/// [`Options::munmap`]): its address, then a new sequence number; the
+/// spinner touches the page once per number and answers with it. A new
+/// mapping can reuse the last one's address, so the number, not the
+/// address, says it is new.
+static HANDED: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static HANDED_SEQ: AtomicU64 = AtomicU64::new(0);
+static TOUCHED_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// One round of the munmap sender: a fresh page, touched by both threads,
+/// then unmapped (the shootdown). Gives up waiting for the spinner's touch
+/// when `stop` is set.
+fn map_touch_unmap(seq: u64, stop: &AtomicBool) -> io::Result<()> {
+    let page = Page::new()?;
+    HANDED.store(page.0.cast(), Ordering::Relaxed);
+    HANDED_SEQ.store(seq, Ordering::Release);
+    while TOUCHED_SEQ.load(Ordering::Acquire) != seq {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    drop(page);
+    Ok(())
+}
+
+/// The spinner's side: touches a newly handed page once. The sender
+/// unmaps it only after the answer, and the spinner never touches it again.
+#[inline]
+fn touch_handed(last: &mut u64) {
+    let seq = HANDED_SEQ.load(Ordering::Acquire);
+    if seq != *last {
+        let p = HANDED.load(Ordering::Relaxed);
+        // SAFETY: the sender mapped `p` (one writable page) before
+        // publishing `seq`, and unmaps it only after TOUCHED_SEQ says
+        // `seq`, which is stored after this write.
+        unsafe { std::ptr::write_volatile(p, 2) };
+        TOUCHED_SEQ.store(seq, Ordering::Release);
+        *last = seq;
+    }
+}
+
 /// The pure-IPI sender (see [`Options::ipi_cpu`]): paced by spinning on the
 /// clock, since a sleep would be far coarser than the period.
 fn send_ipis(
@@ -270,7 +320,7 @@ fn send_ipis(
     // its CPU). The pure-IPI sender starved the same way on the shared VM
     // (~1,000 membarriers/s, BENCHMARKS.md), but that oracle is in the
     // default suite and passes on a quiet host as it is.
-    if !(opts.tlb || opts.wake || opts.timer) {
+    if !(opts.tlb || opts.munmap || opts.wake || opts.timer) {
         set_nice(0)?;
     }
     let start = Instant::now();
@@ -297,6 +347,7 @@ fn send_ipis(
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
         match (&page, wake) {
+            _ if opts.munmap => map_touch_unmap(n + 1, stop)?,
             (Some(p), _) => p.shoot()?,
             (None, Some(fd)) => eventfd_io(fd, true)?,
             (None, None) => membarrier(MB_PRIVATE_EXPEDITED)?,
@@ -534,9 +585,13 @@ fn spin(
     // second and 0.9 µs in the next (the host's frequency and SMT sibling),
     // and a fixed reference would charge that to every gap.
     let mut steps = Steps::new();
+    let mut touched = 0u64;
     loop {
         x = chunk(x);
         b.chunks += 1;
+        if opts.munmap {
+            touch_handed(&mut touched);
+        }
         let now = start.elapsed().as_nanos() as u64;
         steps.add(now - last);
         last = now;

@@ -123,6 +123,56 @@ fn calibrate_caches_and_live_nettop_uses_the_cache() {
     let f: Frame = serde_json::from_slice(&out.stdout).expect("one JSON frame");
     let want = format!("cache {}", file.display());
     assert!(f.hidden_note.contains(&want), "{}", f.hidden_note);
+
+    // The same table as if the host had disturbed it (its IPI cost spread
+    // by 30 %): the frames say so and carry a band, and a live run
+    // measures again in the background once that is due.
+    let mut busy = c.clone();
+    busy.ipi.spread_ns = 0.3 * busy.ipi.hidden_ns;
+    std::fs::write(&file, serde_json::to_vec(&busy).expect("encoding")).expect("writing cache");
+    // The first frame before the measurement is due, the second after.
+    let due = nettop::calibrate::again::FIRST_AFTER.as_secs_f64() / 2.0 + 1.0;
+    let out = nettop(
+        dir.path(),
+        &["-b", "--json", "-n", "2", "-d", &format!("{due}")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames: Vec<Frame> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("JSON frames");
+    assert_eq!(frames.len(), 2);
+    let w = &frames[0].calibration_warning;
+    common::report(&format!(
+        "first frame: {w}\nsecond frame: {}\n",
+        frames[1].calibration_warning
+    ));
+    assert!(
+        w.contains("disturbed the calibration (spread up to 30 %")
+            && w.contains("measuring again in the background in"),
+        "{w}"
+    );
+    let w = &frames[1].calibration_warning;
+    assert!(w.contains("measured again during this frame"), "{w}");
+    // Kept (a quieter table, cached) or dropped (the host still busy):
+    // either way the frame says which.
+    let again: Calibration =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("cache file"))
+            .expect("cache file is a calibration");
+    if w.contains("the new table charges it") {
+        assert!(again.noise() < busy.noise(), "{again:?}");
+        assert!(
+            frames[1]
+                .hidden_note
+                .contains("measured again in the background")
+        );
+    } else {
+        assert!(w.contains("the earlier table stays"), "{w}");
+    }
 }
 
 case!(

@@ -83,6 +83,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ("nettop_tasks", 1),
         ("nettop_calibration_hidden_seconds", x.calibration_classes),
         ("nettop_calibration_spread_seconds", x.calibration_classes),
+        ("nettop_calibration_disturbed", b(x.calibration_classes > 0)),
         ("nettop_cpu_online", c),
         ("nettop_cpu_seconds_total", 8 * c),
         ("nettop_cpu_traced_hardirq_seconds_total", bc),
@@ -90,6 +91,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ("nettop_cpu_traced_softirq_seconds_total", x.softirq),
         ("nettop_cpu_interruptions_total", 2 * bc),
         ("nettop_cpu_hidden_seconds_total", hc),
+        ("nettop_cpu_hidden_band_seconds_total", hc),
         ("nettop_cpu_net_rx_seconds_total", bc),
         ("nettop_cpu_net_rx_split_seconds_total", 7 * a * c),
         ("nettop_cpu_net_rx_actions_total", bc),
@@ -115,6 +117,10 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
         ("nettop_task_stolen_seconds_total", x.tasks_bpf),
         (
             "nettop_task_hidden_seconds_total",
+            b(x.hidden) * x.tasks_bpf,
+        ),
+        (
+            "nettop_task_hidden_band_seconds_total",
             b(x.hidden) * x.tasks_bpf,
         ),
         (
@@ -182,7 +188,7 @@ pub fn expected(x: &Inputs, excluded: &[&str]) -> BTreeMap<&'static str, usize> 
 /// `(26 + 7A + O)·C + S + 3I + 5D + Dₚ + D_b + (8 + 3A)·T + T_m + (10 + A)·G + G_m + Y + 2K + 2R + X + Q + W + F + 11`,
 /// less `13·C + 5D` with the node-exporter preset.
 pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
-    let (per_unit, per_device) = if node_exporter { (13, 0) } else { (26, 5) };
+    let (per_unit, per_device) = if node_exporter { (14, 0) } else { (27, 5) };
     let a = b(x.traffic);
     (per_unit + 7 * a + b(x.own_bpf)) * x.units
         + x.softirq
@@ -190,7 +196,7 @@ pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
         + per_device * x.devices
         + x.devices_per_packet
         + x.devices_per_byte
-        + (8 + 3 * a) * x.tasks
+        + (9 + 3 * a) * x.tasks
         + x.tasks_mem
         + (10 + a) * x.cgroup_rows.unwrap_or(0)
         + x.cgroup_pairs
@@ -201,5 +207,5 @@ pub fn closed_form(x: &Inputs, node_exporter: bool) -> usize {
         + x.queues
         + x.rss
         + x.flow_rules
-        + 11
+        + 12
 }

@@ -327,7 +327,7 @@ fn per_node_series_are_their_cpus_folded() {
             );
         }
     }
-    assert_eq!(folded, 20, "per-CPU families");
+    assert_eq!(folded, 21, "per-CPU families");
     let nodes: BTreeSet<&str> = by_node
         .iter()
         .flat_map(|f| &f.samples)

@@ -104,18 +104,18 @@ fn table_from_gaps() {
 fn noise_is_the_widest_relative_spread() {
     let mut c = plain();
     // Identical gaps: no spread at all.
-    assert_eq!(noise(&c), 0.0);
+    assert_eq!(c.noise(), 0.0);
     c.ipi.spread_ns = 150.0; // 5 % of 3 µs
-    assert!((noise(&c) - 0.05).abs() < 1e-9);
+    assert!((c.noise() - 0.05).abs() < 1e-9);
     c.timer.spread_ns = 600.0; // 12 % of 5 µs: a busy host
-    assert!((noise(&c) - 0.12).abs() < 1e-9);
-    assert!(noise(&c) > NOISY_SPREAD);
+    assert!((c.noise() - 0.12).abs() < 1e-9);
+    assert!(c.disturbed());
     // Charged as an IPI: its spread is the IPI's, counted there.
     c.timer.basis = Basis::SameAsIpi;
-    assert!((noise(&c) - 0.05).abs() < 1e-9);
+    assert!((c.noise() - 0.05).abs() < 1e-9);
     c.resched.spread_ns = 5_000.0;
     c.resched.hidden_ns = 0.0;
-    assert!((noise(&c) - 0.05).abs() < 1e-9);
+    assert!((c.noise() - 0.05).abs() < 1e-9);
 }
 
 /// One window of five hit by a burst (its IPIs 1 µs dearer): the median

@@ -67,6 +67,9 @@ struct Ctx<'a> {
     /// without a calibration or without BPF): what an RPS IPI costs beyond
     /// its handler.
     ipi_cost_ns: f64,
+    /// The interval's IPIs show a state of the host no calibration saw
+    /// ([`hidden::state_note`]): the band is wider.
+    unknown_state: bool,
 }
 
 impl Ctx<'_> {
@@ -104,6 +107,18 @@ impl Ctx<'_> {
                 fin(c.hidden_ns(a)),
                 fin(c.hidden_in_runtime_ns(a, self.regime)),
             ),
+            _ => (0.0, 0.0),
+        }
+    }
+
+    /// How far [`Self::hidden`]'s figures may be off, ns: the band's half
+    /// width in all, and its part left in runtime (what TRUE% moves by).
+    fn hidden_band(&self, a: &IrqAcct) -> (f64, f64) {
+        match self.cal {
+            Some(c) if self.source == Source::Bpf => {
+                let band = fin(c.hidden_band_ns(a, self.unknown_state));
+                (band, fin(band * c.runtime_share_in(self.regime)))
+            }
             _ => (0.0, 0.0),
         }
     }
@@ -201,7 +216,7 @@ use task::*;
 /// assumed about their contents beyond the types.
 pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
     let cal = host.calibration.as_ref();
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         dt_ns: d(prev.mono_ns, cur.mono_ns),
         clk_tck: host.clk_tck,
         regime: host.regime,
@@ -213,6 +228,7 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
             Some(c) if cur.source == Source::Bpf => fin(c.ipi.hidden_ns.max(0.0)),
             _ => 0.0,
         },
+        unknown_state: false,
     };
 
     // Threads are keyed by (tid, start_ticks) so a reused TID is a new task.
@@ -259,6 +275,16 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
             )
         })
         .collect();
+    // The host's state as the CPUs' IPIs show it, before any task is
+    // charged: a state no calibration saw widens every band.
+    let state_warning = match (cur.source, host.calibration.as_ref()) {
+        (Source::Bpf, Some(c)) => {
+            hidden::state_note(c, calcs.iter().map(|(cpu, k)| (*cpu, &k.irq)))
+        }
+        _ => None,
+    };
+    ctx.unknown_state = state_warning.is_some();
+    let ctx = ctx;
 
     let cur_keys: HashSet<(u32, u64)> = cur.tasks.iter().map(|t| (t.tid, t.start_ticks)).collect();
     let cur_proc_keys: HashSet<(u32, u64)> =
@@ -411,15 +437,16 @@ pub fn compute(host: &HostInfo, prev: &RawSample, cur: &RawSample) -> Frame {
                     &host.calibration_missing,
                     cur.unix_ms,
                 );
-                let state = host.calibration.as_ref().and_then(|c| {
-                    hidden::state_note(c, calcs.iter().map(|(cpu, k)| (*cpu, &k.irq)))
-                });
-                match state {
+                match state_warning {
                     Some(w) => format!("{note}. {w}"),
                     None => note,
                 }
             }
             Source::ProcOnly => String::new(),
+        },
+        calibration_warning: match (cur.source, host.calibration.as_ref()) {
+            (Source::Bpf, Some(c)) => hidden::warning(c, ctx.unknown_state),
+            _ => String::new(),
         },
         source: cur.source,
         summary,

@@ -31,6 +31,59 @@ fn irq_time_accounting_gives_inline_back() {
     approx(v.true_pct, 77.0 - 0.215);
 }
 
+/// TRUE% and HIDDEN~ carry a band: each measured class's cost is
+/// uncertain by 15 % drift plus the calibration's own noise (its widest
+/// relative spread), one charged another class's cost by half. A
+/// calibration the host disturbed is flagged in the frame, and its band is
+/// wider, never silently the same.
+#[test]
+fn a_disturbed_calibration_is_flagged_and_widens_the_band() {
+    let (prev, cur) = bpf_pair();
+    // The victim (see hidden_cost_by_class): 900 device + 50 other charged
+    // the IPI's 3 µs by proxy, 150 IPIs at 3 µs and 100 ticks at 10 µs
+    // measured; the quiet table's noise is the IPI's 0.1 of 3 µs.
+    let band_ns = |noise: f64| {
+        (900.0 + 50.0) * 3_000.0 * 0.5 + (150.0 * 3_000.0 + 100.0 * 10_000.0) * (0.15 + noise)
+    };
+    let f = compute(&calibrated(Regime::TickBased), &prev, &cur);
+    let v = thread(&f, 100);
+    let quiet = band_ns(100.0 / 3_000.0) / 1e7;
+    approx(v.true_pct_low, v.true_pct - quiet);
+    approx(v.true_pct_high, v.true_pct + quiet);
+    approx(v.hidden_pct_low, v.hidden_pct - quiet);
+    approx(v.hidden_pct_high, v.hidden_pct + quiet);
+    assert!(
+        f.calibration_warning.is_empty(),
+        "{}",
+        f.calibration_warning
+    );
+
+    // The same table, its IPI measured while the host was busy: 20 %
+    // spread, the same costs.
+    let mut busy = calibrated(Regime::TickBased);
+    if let Some(c) = busy.calibration.as_mut() {
+        c.ipi.spread_ns = 600.0;
+    }
+    let f = compute(&busy, &prev, &cur);
+    let d = thread(&f, 100);
+    approx(d.true_pct, v.true_pct);
+    approx(d.true_pct_high - d.true_pct, band_ns(0.2) / 1e7);
+    assert!(d.true_band_pct() > v.true_band_pct());
+    assert!(
+        f.calibration_warning
+            .contains("disturbed the calibration (spread up to 20 %"),
+        "{}",
+        f.calibration_warning
+    );
+
+    // Without a calibration nothing is charged, so nothing is uncertain.
+    let f = compute(&host(Regime::TickBased), &prev, &cur);
+    let n = thread(&f, 100);
+    approx(n.true_pct_low, n.true_pct);
+    approx(n.true_pct_high, n.true_pct);
+    assert!(f.calibration_warning.is_empty());
+}
+
 /// The victim's 1200 interruptions: 900 device + 150 IPIs + 50 other at
 /// 3 µs, 100 timer ticks at 10 µs: 4.3 ms = 0.43 % hidden.
 #[test]

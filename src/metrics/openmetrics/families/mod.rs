@@ -95,6 +95,7 @@ const FAMILIES: &[Def] = &[
     // The calibration HIDDEN~ rests on (per interruption, by class).
     def(Gauge, "nettop_calibration_hidden_seconds", S, "Untraced cost of one interruption per class, and of a softirq run in an interrupt's tail (calibrated; basis measured or same_as_ipi)", calibration_hidden),
     def(Gauge, "nettop_calibration_spread_seconds", S, "Half the interquartile range of the per-interruption untraced cost", calibration_spread),
+    def(Gauge, "nettop_calibration_disturbed", NO, "1 when the host disturbed the calibration (a class's spread beyond 8 % of its cost): HIDDEN~ and TRUE may be a busy moment's, their band is wider", |s, o| o.extend(s.cal.map(|c| (vec![], if c.disturbed() { 1.0 } else { 0.0 })))),
     // Per CPU, or per NUMA node (--metrics-cpu per-node).
     cpu(Gauge, "nettop_cpu_online", NO, "1 if the CPU is online; per node: how many of its CPUs are", Sum, |s, o| per_cpu(s, o, |c| Some(if c.online { 1.0 } else { 0.0 }))),
     cpu(Counter, "nettop_cpu_seconds", S, "CPU time per mode from /proc/stat (tick-sampled unless regime is irq_time_accounting)", Sum, cpu_seconds),
@@ -103,6 +104,7 @@ const FAMILIES: &[Def] = &[
     cpu(Counter, "nettop_cpu_traced_softirq_seconds", S, "Softirq time traced by BPF per vector and context (stolen: run in an interrupted task; inline: raised and run by the task itself; ksoftirqd)", Sum, cpu_traced_softirq),
     cpu(Counter, "nettop_cpu_interruptions", NO, "Interruptions traced by BPF (hardirq: device IRQs, sysvec: system vectors)", Sum, cpu_interruptions),
     cpu(Counter, "nettop_cpu_hidden_seconds", S, "Estimated untraced interrupt cost: interruptions by class x calibrated cost", Sum, cpu_hidden),
+    cpu(Counter, "nettop_cpu_hidden_band_seconds", S, "How far nettop_cpu_hidden_seconds may be off either way (half its band: drift since the calibration, its disturbance, classes charged another's cost)", Sum, |s, o| if let Some(cal) = s.cal { per_cpu_irq(s, o, |a| cal.hidden_band_ns(a, false) / 1e9) }),
     cpu(Counter, "nettop_cpu_net_rx_seconds", S, "Time in NET_RX softirq (net_rx_action), nested hardirqs removed", Sum, |s, o| per_cpu_net(s, o, |n| secs(n.net_rx_ns))),
     cpu(Counter, "nettop_cpu_net_rx_split_seconds", S, "NET_RX time, and the RPS IPIs that brought its packets, by what the runs did (bucket: delivered to a read socket, unread, dropped, forwarded, xdp, steered by RPS, no_socket); none where traffic is not counted", Sum, cpu_rx_split),
     cpu(Counter, "nettop_cpu_net_rx_actions", NO, "NET_RX softirq runs", Sum, |s, o| per_cpu_net(s, o, |n| n.net_rx_actions as f64)),
@@ -130,6 +132,7 @@ const FAMILIES: &[Def] = &[
     def(Counter, "nettop_task_on_cpu_seconds", S, "Scheduler on-CPU time (schedstat), top-N tasks by stolen time", |s, o| per_task(s, o, |t| Some(secs(t.on_cpu_ns)))),
     def(Counter, "nettop_task_stolen_seconds", S, "Hardirq, system vector and softirq time run in the task's context for others, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.stolen_ns())))),
     def(Counter, "nettop_task_hidden_seconds", S, "Estimated untraced cost of the interruptions in the task's context (calibrated), top-N tasks", task_hidden),
+    def(Counter, "nettop_task_hidden_band_seconds", S, "How far nettop_task_hidden_seconds (and the rebilled time) may be off either way, half the band the task's true CPU lies in (calibrated), top-N tasks", |s, o| if let Some(cal) = s.cal { per_task(s, o, |t| t.irq.as_ref().map(|a| cal.hidden_band_ns(a, false) / 1e9)) }),
     def(Counter, "nettop_task_rebilled_seconds", S, "CPU time the kernel billed to the threads the task's reschedule IPIs woke though it was the task's (calibrated; TRUE = on-CPU - stolen - hidden + rebilled), top-N tasks", task_rebilled),
     def(Counter, "nettop_task_softirq_inline_seconds", S, "Softirq time the task raised and ran itself, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| secs(a.softirq_ctx_ns(CTX_INLINE))))),
     def(Counter, "nettop_task_interruptions", NO, "Hardirqs and system vectors that interrupted the task, top-N tasks", |s, o| per_task(s, o, |t| t.irq.as_ref().map(|a| a.interruptions() as f64))),
