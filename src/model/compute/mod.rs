@@ -111,15 +111,20 @@ impl Ctx<'_> {
         }
     }
 
-    /// How far [`Self::hidden`]'s figures may be off, ns: the band's half
-    /// width in all, and its part left in runtime (what TRUE% moves by).
-    fn hidden_band(&self, a: &IrqAcct) -> (f64, f64) {
+    /// How far [`Self::hidden`]'s and [`Self::rebilled`]'s figures may be
+    /// off, ns: the hidden cost's band, its part left in runtime, and the
+    /// time given back's band.
+    fn bands(&self, a: &IrqAcct) -> (f64, f64, f64) {
         match self.cal {
             Some(c) if self.source == Source::Bpf => {
                 let band = fin(c.hidden_band_ns(a, self.unknown_state));
-                (band, fin(band * c.runtime_share_in(self.regime)))
+                (
+                    band,
+                    fin(band * c.runtime_share_in(self.regime)),
+                    fin(c.rebilled_band_ns(a)),
+                )
             }
-            _ => (0.0, 0.0),
+            _ => (0.0, 0.0, 0.0),
         }
     }
 

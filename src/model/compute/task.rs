@@ -132,7 +132,7 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         ..Default::default()
     };
     let mut hidden_in_runtime_pct = 0.0;
-    let (mut band_pct, mut band_in_runtime_pct) = (0.0, 0.0);
+    let (mut band_pct, mut band_in_runtime_pct, mut rebilled_band_pct) = (0.0, 0.0, 0.0);
     match ctx.source {
         Source::Bpf => {
             v.hardirq_pct = ctx.pct_ns(td.irq.hardirq_ns as f64);
@@ -147,9 +147,10 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             let (hidden, in_runtime) = ctx.hidden(&td.irq);
             v.hidden_pct = ctx.pct_ns(hidden);
             hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
-            let (band, band_in_runtime) = ctx.hidden_band(&td.irq);
+            let (band, band_in_runtime, rebilled_band) = ctx.bands(&td.irq);
             band_pct = ctx.pct_ns(band);
             band_in_runtime_pct = ctx.pct_ns(band_in_runtime);
+            rebilled_band_pct = ctx.pct_ns(rebilled_band);
             v.rebilled_pct = ctx.pct_ns(ctx.rebilled(&td.irq));
             if ctx.traffic {
                 v.traffic = Some(TaskTraffic::from_delta(
@@ -176,10 +177,11 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
     } else {
         (on_cpu_pct + v.inline_pct - hidden_in_runtime_pct + v.rebilled_pct).max(0.0)
     });
-    // TRUE% cannot gain more than was charged: at the band's top nothing
-    // at all was hidden.
-    v.true_pct_low = fin((v.true_pct - band_in_runtime_pct).max(0.0));
-    v.true_pct_high = fin(v.true_pct + band_in_runtime_pct.min(hidden_in_runtime_pct));
+    // TRUE% cannot gain more than the hidden cost charged: at the band's
+    // top nothing at all was hidden. The time given back has its own band.
+    v.true_pct_low = fin((v.true_pct - band_in_runtime_pct - rebilled_band_pct).max(0.0));
+    v.true_pct_high =
+        fin(v.true_pct + band_in_runtime_pct.min(hidden_in_runtime_pct) + rebilled_band_pct);
     v.hidden_pct_low = fin((v.hidden_pct - band_pct).max(0.0));
     v.hidden_pct_high = fin(v.hidden_pct + band_pct);
     v

@@ -104,9 +104,8 @@ impl Calibration {
         }
     }
 
-    /// How far [`Self::hidden_ns`] (and the time given back,
-    /// [`Self::rebilled_ns`]) may be off, ns: half the width of the band
-    /// TRUE% and HIDDEN~ carry. Each interruption's cost is uncertain by
+    /// How far [`Self::hidden_ns`] may be off, ns: half the width of the
+    /// band HIDDEN~ carries, and TRUE% with [`Self::rebilled_band_ns`]. Each interruption's cost is uncertain by
     /// the drift between a calibration and a later load ([`DRIFT`]) plus
     /// the calibration's own disturbance ([`Calibration::noise`], 1–5 %
     /// when quiet); one charged another class's cost by [`PROXY`]; the IPI
@@ -151,7 +150,13 @@ impl Calibration {
             Basis::NotMeasured => 0.0,
             _ => a.softirq_stolen_count as f64 * self.softirq.hidden_ns.max(0.0) * measured,
         };
-        interruptions + softirq + self.rebilled_ns(a) * measured
+        interruptions + softirq
+    }
+
+    /// How far [`Self::rebilled_ns`] may be off, ns: the drift and noise
+    /// of a measured class, as for [`Self::hidden_band_ns`].
+    pub fn rebilled_band_ns(&self, a: &IrqAcct) -> f64 {
+        self.rebilled_ns(a) * (DRIFT + self.noise())
     }
 }
 
