@@ -8,8 +8,9 @@
 //! same process, is the only one running elsewhere, so each lowering is one
 //! shootdown on its CPU, followed by the TLB refills the spinner then pays,
 //! as a task whose sibling thread keeps changing mappings does. Restoring
-//! the protection needs no flush (x86 never flushes for a more permissive
-//! entry), so the restore costs the spinner nothing.
+//! the protection shoots down once more on the development VM's 6.18 kernel
+//! (`tlb:tlb_flush` traced two shootdowns per round), so a round is one or
+//! two shootdowns; the table is per gap, which holds one either way.
 
 use std::io;
 
@@ -56,8 +57,8 @@ impl Shooter {
         Ok(())
     }
 
-    /// One shootdown on every other CPU running this process: read-only
-    /// (flush), then writable again (no flush).
+    /// One or two shootdowns on every other CPU running this process: read-only
+    /// (flush), then writable again (a flush too on some kernels).
     pub fn shoot(&self) -> Result<()> {
         self.protect(libc::PROT_READ)?;
         self.protect(libc::PROT_READ | libc::PROT_WRITE)

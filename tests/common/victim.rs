@@ -215,7 +215,7 @@ const MB_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 /// One page of the process's address space, present, whose protection the
 /// TLB sender lowers (a shootdown to every other CPU running the process)
-/// and restores (no flush needed for a more permissive entry).
+/// and restores (on the development VM's kernel a second shootdown).
 struct Page(*mut libc::c_void);
 
 impl Page {
