@@ -18,6 +18,11 @@ use crate::sys::cpuset::CpuSet;
 pub const RX_LANDS_PCT: f64 = 1.0;
 
 impl CgroupView {
+    /// Half the width of TRUE%'s band, points (0 without one).
+    pub fn true_band_pct(&self) -> f64 {
+        super::half_width(self.true_pct_low, self.true_pct_high)
+    }
+
     fn add(&mut self, t: &TaskView) {
         self.processes = self.processes.saturating_add(1);
         self.threads = self.threads.saturating_add(t.nr_threads.max(1));
@@ -28,6 +33,8 @@ impl CgroupView {
         self.hidden_pct += t.hidden_pct;
         self.inline_pct += t.inline_pct;
         self.true_pct += t.true_pct;
+        self.true_pct_low += t.true_pct_low;
+        self.true_pct_high += t.true_pct_high;
     }
 
     fn add_row(&mut self, o: &CgroupView) {
@@ -40,6 +47,8 @@ impl CgroupView {
         self.hidden_pct += o.hidden_pct;
         self.inline_pct += o.inline_pct;
         self.true_pct += o.true_pct;
+        self.true_pct_low += o.true_pct_low;
+        self.true_pct_high += o.true_pct_high;
         self.rx_on_cpus_pct += o.rx_on_cpus_pct;
         self.cgroups = self.cgroups.saturating_add(o.cgroups);
         // The known ones: a cgroup no controller counts adds nothing, and

@@ -157,7 +157,7 @@ impl TaskView {
 
     /// Half the width of TRUE%'s band, points (0 without one).
     pub fn true_band_pct(&self) -> f64 {
-        ((self.true_pct_high - self.true_pct_low) / 2.0).max(0.0)
+        super::half_width(self.true_pct_low, self.true_pct_high)
     }
 
     /// Used no CPU in the interval, by top's ticks or the scheduler's
@@ -216,6 +216,12 @@ pub struct CpuView {
     /// Non-idle time left to tasks' own work: busy − stolen − hidden.
     #[serde(default)]
     pub true_pct: f64,
+    /// The band `true_pct` is known within, as a task's
+    /// (`TaskView::true_pct_low`).
+    #[serde(default)]
+    pub true_pct_low: f64,
+    #[serde(default)]
+    pub true_pct_high: f64,
     #[serde(alias = "interrupts_per_s")]
     pub interruptions_per_s: f64,
     pub net_rx_per_s: f64,
@@ -504,6 +510,11 @@ pub struct CgroupView {
     pub hidden_pct: f64,
     pub inline_pct: f64,
     pub true_pct: f64,
+    /// Its processes' bands on TRUE%, summed (their errors move together).
+    #[serde(default)]
+    pub true_pct_low: f64,
+    #[serde(default)]
+    pub true_pct_high: f64,
     /// CPUs its cpuset allows; empty when unknown (then every online CPU
     /// is taken as allowed).
     pub cpus: String,

@@ -25,6 +25,11 @@ pub(crate) fn pct(ns: f64, dt_ns: u64) -> f64 {
     }
 }
 
+/// Half the width of a band from `low` to `high` (0 for none).
+pub(crate) fn half_width(low: f64, high: f64) -> f64 {
+    fin(((high - low) / 2.0).max(0.0))
+}
+
 /// `n` events over an interval of `dt_ns`, per second (0 for an empty
 /// interval).
 pub(crate) fn per_s(n: u64, dt_ns: u64) -> f64 {

@@ -4,7 +4,7 @@
 //! TUI's lines of an open group's processes come from the same table.
 
 use super::fields::{Align, Cell, Field, STOLEN_MARK_PCT, Tone, batch_columns, text_line};
-use super::format::{fmt_mem, fmt_pct, fmt_pct_or_dash, fmt_rate};
+use super::format::{fmt_mem, fmt_pct, fmt_pct_band, fmt_pct_or_dash, fmt_rate};
 use crate::model::frame::{CgroupView, Frame, TaskView};
 use crate::model::traffic::TaskTraffic;
 use crate::sample::Source;
@@ -129,7 +129,7 @@ impl Field for CgField {
             G::Threads => "their threads",
             G::Top => "its processes' `TOP%`, summed",
             G::OnCpu => "their `ONCPU%`, summed",
-            G::True => "their `TRUE%`, summed",
+            G::True => "their `TRUE%`, summed, with their bands summed (`±` as for a task)",
             G::Stolen => {
                 "their `STOLEN%`, summed: interrupt work run on its tasks' time for others"
             }
@@ -235,7 +235,7 @@ impl CgField {
             G::Threads => Cell::plain(c.threads.to_string()),
             G::Top => Cell::plain(fmt_pct(c.top_pct)),
             G::OnCpu => Cell::plain(fmt_pct(c.on_cpu_pct)),
-            G::True => Cell::plain(fmt_pct(c.true_pct)),
+            G::True => Cell::plain(fmt_pct_band(c.true_pct, c.true_band_pct())),
             G::Stolen => Cell::marked(
                 fmt_pct_or_dash(c.stolen_pct),
                 c.stolen_pct >= STOLEN_MARK_PCT,
@@ -267,7 +267,7 @@ impl CgField {
             G::Threads => Cell::plain(t.nr_threads.to_string()),
             G::Top => Cell::plain(fmt_pct(t.top_pct)),
             G::OnCpu => Cell::plain(fmt_pct(t.on_cpu_pct)),
-            G::True => Cell::plain(fmt_pct(t.true_pct)),
+            G::True => Cell::plain(fmt_pct_band(t.true_pct, t.true_band_pct())),
             G::Stolen => Cell::marked(
                 fmt_pct_or_dash(t.stolen_pct),
                 t.stolen_pct >= STOLEN_MARK_PCT,

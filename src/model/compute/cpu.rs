@@ -209,6 +209,7 @@ pub(super) fn cpu_view(
             fin(x as f64 / total as f64 * 100.0)
         }
     };
+    let mut band = 0.0;
     let mut v = CpuView {
         cpu,
         online: true,
@@ -240,6 +241,7 @@ pub(super) fn cpu_view(
         v.unexplained_irq_pct = ctx.pct_ns(k.excess_ns);
         v.stolen_pct = v.traced_hardirq_pct + v.traced_sysvec_pct + v.softirq_stolen_pct;
         v.hidden_pct = ctx.pct_ns(ctx.hidden(&k.irq).0);
+        band = ctx.pct_ns(ctx.bands(&k.irq).0);
         v.interruptions_per_s = ctx.rate(k.irq.interruptions() as f64);
         v.net_rx_per_s = ctx.rate(k.net.net_rx_actions as f64);
         v.net_rx_avg_us = if k.net.net_rx_actions == 0 {
@@ -262,6 +264,8 @@ pub(super) fn cpu_view(
     // Tasks' own work: non-idle time less interrupt work and its hidden cost.
     let busy = 100.0 - v.idle_pct - v.iowait_pct - v.steal_pct;
     v.true_pct = fin((busy - v.stolen_pct - v.hidden_pct).max(0.0));
+    v.true_pct_low = fin((v.true_pct - band).max(0.0));
+    v.true_pct_high = fin(v.true_pct + band.min(v.hidden_pct));
     v
 }
 
