@@ -100,18 +100,19 @@ impl LiveFrames {
         self.col.host()
     }
 
-    /// The frame from the last sample to now. A disturbed calibration is
-    /// measured again first when it is due (see [`crate::calibrate::again`]):
-    /// the frame is charged with the table in use, and says so.
+    /// The frame from the last sample to now. A disturbed or failed
+    /// calibration is measured again first when that is due (see
+    /// [`crate::calibrate::again`]); the frame says so.
     pub fn next_frame(&mut self) -> anyhow::Result<Frame> {
         let now = Instant::now();
+        let traced = self.col.bpf().is_some();
         let again = self
             .again
-            .due(now, self.col.host().calibration.as_ref())
+            .due(now, self.col.host().calibration.as_ref(), traced)
             .then(|| {
                 let (outcome, cpu_ms) =
                     crate::calibrate::again::run(&mut self.col, &self.root, &self.cache_dir);
-                self.again.measured(Instant::now(), cpu_ms);
+                self.again.measured(Instant::now(), &outcome, cpu_ms);
                 outcome
             });
         let cur = self.col.sample()?;
@@ -119,22 +120,22 @@ impl LiveFrames {
         if let Some(c) = self.config.as_mut() {
             c.attach(&mut frame);
         }
-        if let Some(o) = again {
+        let wanted = self
+            .again
+            .wants(self.col.host().calibration.as_ref(), traced);
+        if again.is_some() || wanted {
             let w = &mut frame.calibration_warning;
+            let mut parts: Vec<String> = Vec::new();
             if !w.is_empty() {
-                w.push_str("; ");
+                parts.push(std::mem::take(w));
+            } else if self.col.host().calibration.is_none() {
+                parts.push("HIDDEN~ not calibrated".into());
             }
-            w.push_str(&o.note());
-        }
-        if self
-            .col
-            .host()
-            .calibration
-            .as_ref()
-            .is_some_and(|c| c.disturbed())
-        {
-            let status = self.again.status(Instant::now());
-            frame.calibration_warning.push_str(&format!("; {status}"));
+            parts.extend(again.map(|o| o.note()));
+            if wanted {
+                parts.push(self.again.status(Instant::now()));
+            }
+            *w = parts.join("; ");
         }
         self.prev = cur;
         Ok(frame)

@@ -240,3 +240,62 @@ fn never_next_to_a_busy_pinned_thread() {
         assert!(c.cpu != 1 && c.sender_cpu != 1, "{c:?}");
     }
 }
+
+case!(
+    a_failed_calibration_is_retried_until_it_cannot_be,
+    [Need::Bpf, Need::Cpus(2)]
+);
+/// A run whose calibration failed says so in every frame and measures
+/// again in the background; when the reason is one that lasts (here nettop
+/// is allowed one CPU, and the calibration needs two), it says so once and
+/// stops trying.
+fn a_failed_calibration_is_retried_until_it_cannot_be() {
+    let _cpus = CPUS.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run("calibrate_live::a_failed_calibration_is_retried_until_it_cannot_be") {
+        return;
+    }
+    if !common::tool_runs("taskset", "--version") {
+        common::skip(
+            "calibrate_live::a_failed_calibration_is_retried_until_it_cannot_be",
+            "taskset is not installed",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let due = nettop::calibrate::again::FIRST_AFTER.as_secs_f64() / 2.0 + 1.0;
+    let out = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_nettop")])
+        .env_remove("NETTOP_CACHE_DIR")
+        .arg("--cache-dir")
+        .arg(dir.path())
+        .args(["-b", "--json", "-n", "3", "-d", &format!("{due}")])
+        .output()
+        .expect("running nettop under taskset");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames: Vec<Frame> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("JSON frames");
+    let w: Vec<&str> = frames
+        .iter()
+        .map(|f| f.calibration_warning.as_str())
+        .collect();
+    common::report(&format!("{w:#?}\n"));
+    assert_eq!(w.len(), 3);
+    assert!(
+        w[0].starts_with("HIDDEN~ not calibrated; measuring again in the background in"),
+        "{w:?}"
+    );
+    assert!(w[1].contains("not measured again: needs two CPUs"), "{w:?}");
+    // No more promises: the HIDDEN~ line alone says why.
+    assert_eq!(w[2], "", "{w:?}");
+    assert!(
+        frames[2]
+            .hidden_note
+            .contains("not calibrated (needs two CPUs")
+    );
+}
