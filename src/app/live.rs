@@ -70,7 +70,7 @@ pub struct LiveFrames {
     col: Collector,
     prev: RawSample,
     config: Option<DeviceConfigSource>,
-    /// A disturbed calibration measured again in the background.
+    /// A disturbed or failed calibration measured again in the background.
     again: Again,
     root: Sysroot,
     cache_dir: PathBuf,

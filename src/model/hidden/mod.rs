@@ -28,7 +28,7 @@ const RESCHED: usize = 5;
 const DRIFT: f64 = 0.15;
 /// How far off a class charged another class's cost may be, as a share of
 /// it: the local timer charged the IPI's cost missed by a third of its
-/// loss, munmap shootdowns charged the IPI's ~8 µs lost ~14.
+/// loss on the development VM.
 const PROXY: f64 = 0.5;
 /// What a state no calibration saw adds to the IPI path's costs: the
 /// development VM's two states are a quarter apart.
@@ -111,23 +111,22 @@ impl Calibration {
     }
 
     /// How far [`Self::hidden_ns`] may be off, ns: half the width of the
-    /// band HIDDEN~ carries, and TRUE% with [`Self::rebilled_band_ns`]. Each interruption's cost is uncertain by
-    /// the drift between a calibration and a later load ([`DRIFT`]) plus
-    /// the calibration's own disturbance ([`Calibration::noise`], 1–5 %
-    /// when quiet); one charged another class's cost by [`PROXY`]; the IPI
-    /// path's costs by [`UNKNOWN_STATE`] more when the frame's IPIs show a
-    /// state no calibration saw (`unknown_state`, see [`state_note`]). The
-    /// errors move together (the host's state moves every class), so they
-    /// add up rather than average out. On the development VM this band
-    /// held the victim's real share in every one of 18 oracle attempts of
-    /// two suite runs, misses of ±5 points included.
+    /// band HIDDEN~ carries, and TRUE% with [`Self::rebilled_band_ns`].
+    /// Each interruption's cost is uncertain by the drift between a
+    /// calibration and a later load ([`DRIFT`]) plus the calibration's own
+    /// disturbance ([`Calibration::noise`], 1–5 % when quiet); one charged
+    /// another class's cost by [`PROXY`]; the IPI path's costs by
+    /// [`UNKNOWN_STATE`] more when the frame's IPIs show a state no
+    /// calibration saw (`unknown_state`, see [`state_note`]). The errors
+    /// move together (the host's state moves every class), so they add up
+    /// rather than average out. How often the band holds the oracles' real
+    /// share is in BENCHMARKS.md ("Trust").
     pub fn hidden_band_ns(&self, a: &IrqAcct, unknown_state: bool) -> f64 {
         let state = self.state_for(a);
         let mut cost = self.charged_ns(&state);
         cost[TIMER] *= self.timer_scale(a);
         let measured = DRIFT + self.noise();
-        let own = self.classes().map(|(_, c)| c.basis);
-        let mut basis = own;
+        let mut basis = self.classes().map(|(_, c)| c.basis);
         basis[2] = state.ipi.basis;
         basis[4] = match state.tlb.basis {
             Basis::Measured => Basis::Measured,
