@@ -20,3 +20,21 @@ peak_rss_kib() {
     wait "$pid" || true
     echo "$max"
 }
+
+# Raises kernel.pid_max and vm.max_map_count for a run that holds many
+# threads, and restores both when the script exits (an EXIT trap: a
+# script that sets its own must call restore_thread_limits from it). Two
+# mappings per thread (stack and guard): 100,000 threads need more than
+# the default 65,530.
+raise_thread_limits() {
+    OLD_PID_MAX=$(cat /proc/sys/kernel/pid_max)
+    OLD_MAP_COUNT=$(cat /proc/sys/vm/max_map_count)
+    trap restore_thread_limits EXIT
+    echo 4194304 >/proc/sys/kernel/pid_max
+    echo 1048576 >/proc/sys/vm/max_map_count
+}
+
+restore_thread_limits() {
+    echo "$OLD_PID_MAX" >/proc/sys/kernel/pid_max
+    echo "$OLD_MAP_COUNT" >/proc/sys/vm/max_map_count
+}

@@ -15,15 +15,7 @@ source bench/lib.sh
 (($# == 2)) || { echo "usage: bench/startup.sh OLD NEW" >&2; exit 2; }
 old_bin=$1 new_bin=$2
 cargo build --release --quiet --example threads
-old_pid_max=$(cat /proc/sys/kernel/pid_max)
-old_map_count=$(cat /proc/sys/vm/max_map_count)
-restore() {
-    echo "$old_pid_max" >/proc/sys/kernel/pid_max
-    echo "$old_map_count" >/proc/sys/vm/max_map_count
-}
-trap restore EXIT
-echo 4194304 >/proc/sys/kernel/pid_max
-echo 1048576 >/proc/sys/vm/max_map_count
+raise_thread_limits
 coproc HOLD { exec target/release/examples/threads "${N:-30000}"; }
 read -r _ hold_pid <&"${HOLD[0]}"
 sleep 1

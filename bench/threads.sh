@@ -22,17 +22,7 @@ holder=target/release/examples/threads
 mkdir -p bench/results
 csv=bench/results/threads.csv
 
-old_pid_max=$(cat /proc/sys/kernel/pid_max)
-old_map_count=$(cat /proc/sys/vm/max_map_count)
-restore() {
-    echo "$old_pid_max" >/proc/sys/kernel/pid_max
-    echo "$old_map_count" >/proc/sys/vm/max_map_count
-}
-trap restore EXIT
-echo 4194304 >/proc/sys/kernel/pid_max
-# Two mappings per thread (stack and guard): 100,000 threads need more
-# than the default 65,530.
-echo 1048576 >/proc/sys/vm/max_map_count
+raise_thread_limits
 
 echo "threads,nettop_s_per_frame,nettop_H_s_per_frame,top_s_per_frame,top_H_s_per_frame,nettop_rss_kib" >"$csv"
 for n in "${counts[@]}"; do

@@ -29,6 +29,14 @@ fn nettop(cache: &std::path::Path, args: &[&str]) -> Output {
         .expect("running nettop")
 }
 
+/// The JSON frames of a batch run's standard output.
+fn json_frames(stdout: &[u8]) -> Vec<Frame> {
+    serde_json::Deserializer::from_slice(stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("JSON frames")
+}
+
 fn can_run(test: &str) -> bool {
     if !common::is_root() {
         common::skip(test, "needs root (BPF)");
@@ -141,10 +149,7 @@ fn calibrate_caches_and_live_nettop_uses_the_cache() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let frames: Vec<Frame> = serde_json::Deserializer::from_slice(&out.stdout)
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .expect("JSON frames");
+    let frames = json_frames(&out.stdout);
     assert_eq!(frames.len(), 2);
     let w = &frames[0].calibration_warning;
     common::report(&format!(
@@ -276,10 +281,7 @@ fn a_failed_calibration_is_retried_until_it_cannot_be() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let frames: Vec<Frame> = serde_json::Deserializer::from_slice(&out.stdout)
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .expect("JSON frames");
+    let frames = json_frames(&out.stdout);
     let w: Vec<&str> = frames
         .iter()
         .map(|f| f.calibration_warning.as_str())
