@@ -7,10 +7,10 @@
 //! then. A live run (the TUI, batch) with BPF measures again in the
 //! background: first [`FIRST_AFTER`] after it started, then as often as
 //! [`CPU_BUDGET`] allows, and keeps a new table when there was none or when
-//! it is quieter. The frames charged
-//! meanwhile carry the calibration's warning and say when the next
-//! measurement is due; the frame a measurement ran in says so too (its
-//! spinner took CPU time on one CPU in that interval).
+//! it is quieter. The frames charged meanwhile carry the calibration's
+//! warning and say when the next measurement is due; the frame a
+//! measurement ran in says so too (its spinner took CPU time on one CPU in
+//! that interval).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,10 +19,10 @@ use crate::collector::Collector;
 use crate::sample::calibration::Calibration;
 use crate::sys::sysroot::Sysroot;
 
-/// A run that started on a disturbed table measures again this long after
-/// its start: long enough for a burst of load (the development VM's last
-/// a second or two) to pass, short enough that few frames are charged
-/// with it.
+/// A run that started on a disturbed table, or none, measures again this
+/// long after its start: long enough for a burst of load (the development
+/// VM's last a second or two) to pass, short enough that few frames are
+/// charged with it.
 pub const FIRST_AFTER: Duration = Duration::from_secs(10);
 /// Never more often than this.
 const MIN_PAUSE: Duration = Duration::from_secs(60);
