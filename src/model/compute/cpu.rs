@@ -240,8 +240,9 @@ pub(super) fn cpu_view(
         v.softirq_ksoftirqd_pct = ctx.pct_ns(k.irq.softirq_ctx_ns(CTX_KSOFTIRQD) as f64);
         v.unexplained_irq_pct = ctx.pct_ns(k.excess_ns);
         v.stolen_pct = v.traced_hardirq_pct + v.traced_sysvec_pct + v.softirq_stolen_pct;
-        v.hidden_pct = ctx.pct_ns(ctx.hidden(&k.irq).0);
-        band = ctx.pct_ns(ctx.bands(&k.irq).0);
+        let charges = ctx.charges(&k.irq);
+        v.hidden_pct = ctx.pct_ns(charges.hidden_ns);
+        band = ctx.pct_ns(charges.band_ns);
         v.interruptions_per_s = ctx.rate(k.irq.interruptions() as f64);
         v.net_rx_per_s = ctx.rate(k.net.net_rx_actions as f64);
         v.net_rx_avg_us = if k.net.net_rx_actions == 0 {

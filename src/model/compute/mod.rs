@@ -99,43 +99,38 @@ impl Ctx<'_> {
     fn irq_in_runtime(&self) -> bool {
         self.regime != Regime::IrqTimeAccounting
     }
-    /// Calibrated untraced cost of the interruptions in `a` (0 without a
-    /// calibration or without BPF), and its part left in runtime, ns.
-    fn hidden(&self, a: &IrqAcct) -> (f64, f64) {
-        match self.cal {
-            Some(c) if self.source == Source::Bpf => (
-                fin(c.hidden_ns(a)),
-                fin(c.hidden_in_runtime_ns(a, self.regime)),
-            ),
-            _ => (0.0, 0.0),
-        }
-    }
-
-    /// How far [`Self::hidden`]'s and [`Self::rebilled`]'s figures may be
-    /// off, ns: the hidden cost's band, its part left in runtime, and the
-    /// time given back's band.
-    fn bands(&self, a: &IrqAcct) -> (f64, f64, f64) {
+    /// What the calibration charges `a` (all 0 without a calibration or
+    /// without BPF), `a` priced once.
+    fn charges(&self, a: &IrqAcct) -> Charges {
         match self.cal {
             Some(c) if self.source == Source::Bpf => {
-                let band = fin(c.hidden_band_ns(a, self.unknown_state));
-                (
-                    band,
-                    fin(band * c.runtime_share_in(self.regime)),
-                    fin(c.rebilled_band_ns(a)),
-                )
+                let share = c.runtime_share_in(self.regime);
+                let hidden::Charge { hidden_ns, band_ns } = c.charge(a, self.unknown_state);
+                Charges {
+                    hidden_ns: fin(hidden_ns),
+                    hidden_in_runtime_ns: fin(hidden_ns * share),
+                    band_ns: fin(band_ns),
+                    band_in_runtime_ns: fin(band_ns * share),
+                    rebilled_ns: fin(c.rebilled_ns(a)),
+                    rebilled_band_ns: fin(c.rebilled_band_ns(a)),
+                }
             }
-            _ => (0.0, 0.0, 0.0),
+            _ => Charges::default(),
         }
     }
+}
 
-    /// What the kernel billed to the threads `a`'s reschedule IPIs woke
-    /// that was this task's time, ns ([`Calibration::rebilled_ns`]).
-    fn rebilled(&self, a: &IrqAcct) -> f64 {
-        match self.cal {
-            Some(c) if self.source == Source::Bpf => fin(c.rebilled_ns(a)),
-            _ => 0.0,
-        }
-    }
+/// What HIDDEN~ charges an account, ns: the calibrated untraced cost and
+/// its part left in runtime, the time given back (rebilled), and how far
+/// each may be off (half its band).
+#[derive(Default)]
+struct Charges {
+    hidden_ns: f64,
+    hidden_in_runtime_ns: f64,
+    band_ns: f64,
+    band_in_runtime_ns: f64,
+    rebilled_ns: f64,
+    rebilled_band_ns: f64,
 }
 
 /// Field-wise saturating difference; `None` reads as all-zero counters.

@@ -131,8 +131,8 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
         mem_pct: m.leader.mem.and_then(|x| ctx.mem_pct(x.res)),
         ..Default::default()
     };
-    let mut hidden_in_runtime_pct = 0.0;
-    let (mut band_pct, mut band_in_runtime_pct, mut rebilled_band_pct) = (0.0, 0.0, 0.0);
+    // Nothing is charged without BPF.
+    let mut c = Charges::default();
     match ctx.source {
         Source::Bpf => {
             v.hardirq_pct = ctx.pct_ns(td.irq.hardirq_ns as f64);
@@ -144,14 +144,9 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             v.stolen_pct = v.hardirq_pct + v.sysvec_pct + v.softirq_stolen_pct.iter().sum::<f64>();
             v.inline_pct = ctx.pct_ns(td.irq.softirq_ctx_ns(CTX_INLINE) as f64);
             v.ksoftirqd_pct = ctx.pct_ns(td.irq.softirq_ctx_ns(CTX_KSOFTIRQD) as f64);
-            let (hidden, in_runtime) = ctx.hidden(&td.irq);
-            v.hidden_pct = ctx.pct_ns(hidden);
-            hidden_in_runtime_pct = ctx.pct_ns(in_runtime);
-            let (band, band_in_runtime, rebilled_band) = ctx.bands(&td.irq);
-            band_pct = ctx.pct_ns(band);
-            band_in_runtime_pct = ctx.pct_ns(band_in_runtime);
-            rebilled_band_pct = ctx.pct_ns(rebilled_band);
-            v.rebilled_pct = ctx.pct_ns(ctx.rebilled(&td.irq));
+            c = ctx.charges(&td.irq);
+            v.hidden_pct = ctx.pct_ns(c.hidden_ns);
+            v.rebilled_pct = ctx.pct_ns(c.rebilled_ns);
             if ctx.traffic {
                 v.traffic = Some(TaskTraffic::from_delta(
                     &td.irq.sock,
@@ -172,6 +167,9 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
             v.stolen_pct = ctx.pct_ns(td.est_stolen_ns);
         }
     }
+    let hidden_in_runtime_pct = ctx.pct_ns(c.hidden_in_runtime_ns);
+    let band_in_runtime_pct = ctx.pct_ns(c.band_in_runtime_ns);
+    let rebilled_band_pct = ctx.pct_ns(c.rebilled_band_ns);
     v.true_pct = fin(if ctx.irq_in_runtime() {
         (on_cpu_pct - v.stolen_pct - hidden_in_runtime_pct + v.rebilled_pct).max(0.0)
     } else {
@@ -182,6 +180,7 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
     v.true_pct_low = fin((v.true_pct - band_in_runtime_pct - rebilled_band_pct).max(0.0));
     v.true_pct_high =
         fin(v.true_pct + band_in_runtime_pct.min(hidden_in_runtime_pct) + rebilled_band_pct);
+    let band_pct = ctx.pct_ns(c.band_ns);
     v.hidden_pct_low = fin((v.hidden_pct - band_pct).max(0.0));
     v.hidden_pct_high = fin(v.hidden_pct + band_pct);
     v

@@ -14,7 +14,7 @@ mod state;
 
 pub use state::state_note;
 
-use crate::sample::calibration::{Basis, Calibration};
+use crate::sample::calibration::{Basis, Calibration, IpiState};
 use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
 /// The timer's and the reschedule class's index in [`class_counts`].
@@ -65,17 +65,51 @@ pub fn charged_counts(a: &IrqAcct) -> [u64; NR_INTR_CLASSES] {
     n
 }
 
+/// What HIDDEN~ charges an account and how far that may be off, ns
+/// ([`Calibration::charge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Charge {
+    pub hidden_ns: f64,
+    pub band_ns: f64,
+}
+
+/// The costs one account is charged at: the state its own IPIs show and
+/// each class's cost in it, the timer's rescaled by its handler time.
+struct Priced {
+    state: IpiState,
+    cost: [f64; NR_INTR_CLASSES],
+}
+
 impl Calibration {
+    fn price(&self, a: &IrqAcct) -> Priced {
+        let state = self.state_for(a);
+        let mut cost = self.charged_ns(&state);
+        cost[TIMER] *= self.timer_scale(a);
+        Priced { state, cost }
+    }
+
     /// Untraced cost of the interruptions counted in `a` (less those
     /// STOLEN holds already, see [`charged_counts`]) and of the softirqs
     /// they made it run, ns, at the costs of the state `a`'s own IPIs show
     /// ([`Self::state_for`]).
     pub fn hidden_ns(&self, a: &IrqAcct) -> f64 {
-        let mut cost = self.charged_ns(&self.state_for(a));
-        cost[TIMER] *= self.timer_scale(a);
+        self.hidden_at(a, &self.price(a))
+    }
+
+    /// [`Self::hidden_ns`] and [`Self::hidden_band_ns`] together, `a`
+    /// priced once: what a frame computes for every task.
+    pub fn charge(&self, a: &IrqAcct, unknown_state: bool) -> Charge {
+        let p = self.price(a);
+        Charge {
+            hidden_ns: self.hidden_at(a, &p),
+            band_ns: self.band_at(a, &p, unknown_state),
+        }
+    }
+
+    fn hidden_at(&self, a: &IrqAcct, p: &Priced) -> f64 {
         let interruptions: f64 = charged_counts(a)
             .iter()
-            .zip(cost)
+            .zip(p.cost)
             .map(|(&n, c)| n as f64 * c)
             .sum();
         let softirq = match self.softirq.basis {
@@ -93,11 +127,6 @@ impl Calibration {
             return 0.0;
         }
         class_counts(a)[RESCHED] as f64 * self.resched_rebilled_ns.max(0.0)
-    }
-
-    /// The part of [`Self::hidden_ns`] the kernel left in the task's runtime.
-    pub fn hidden_in_runtime_ns(&self, a: &IrqAcct, regime: Regime) -> f64 {
-        self.hidden_ns(a) * self.runtime_share_in(regime)
     }
 
     /// The share of the hidden cost the kernel leaves in runtime under
@@ -122,13 +151,14 @@ impl Calibration {
     /// rather than average out. How often the band holds the oracles' real
     /// share is in BENCHMARKS.md ("Trust").
     pub fn hidden_band_ns(&self, a: &IrqAcct, unknown_state: bool) -> f64 {
-        let state = self.state_for(a);
-        let mut cost = self.charged_ns(&state);
-        cost[TIMER] *= self.timer_scale(a);
+        self.band_at(a, &self.price(a), unknown_state)
+    }
+
+    fn band_at(&self, a: &IrqAcct, p: &Priced, unknown_state: bool) -> f64 {
         let measured = DRIFT + self.noise();
         let mut basis = self.classes().map(|(_, c)| c.basis);
-        basis[2] = state.ipi.basis;
-        basis[4] = match state.tlb.basis {
+        basis[2] = p.state.ipi.basis;
+        basis[4] = match p.state.tlb.basis {
             Basis::Measured => Basis::Measured,
             Basis::SameAsIpi | Basis::NotMeasured => Basis::SameAsIpi,
         };
@@ -147,7 +177,7 @@ impl Calibration {
         };
         let interruptions: f64 = charged_counts(a)
             .iter()
-            .zip(cost)
+            .zip(p.cost)
             .enumerate()
             .map(|(k, (&n, c))| n as f64 * c * rel(k))
             .sum();
@@ -368,11 +398,11 @@ mod tests {
         // 2 device + 5 IPI + 2 other at 3 µs, 3 timers at 10 µs.
         assert_eq!(cal().hidden_ns(&a), 9.0 * 3_000.0 + 30_000.0);
         assert_eq!(
-            cal().hidden_in_runtime_ns(&a, Regime::IrqTimeAccounting),
+            cal().hidden_ns(&a) * cal().runtime_share_in(Regime::IrqTimeAccounting),
             (9.0 * 3_000.0 + 30_000.0) * 0.25
         );
         assert_eq!(
-            cal().hidden_in_runtime_ns(&a, Regime::TickBased),
+            cal().hidden_ns(&a) * cal().runtime_share_in(Regime::TickBased),
             9.0 * 3_000.0 + 30_000.0
         );
     }
