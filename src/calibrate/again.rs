@@ -104,14 +104,15 @@ pub fn run(col: &mut Collector, root: &Sysroot, dir: &Path) -> (Outcome, f64) {
     let Some(bpf) = col.bpf() else {
         return (Outcome::Failed("no BPF collector".into()), 0.0);
     };
-    if let Err(e) = super::placement::choose(root) {
-        return (Outcome::Cannot(format!("{e:#}")), 0.0);
-    }
+    let place = match super::placement::choose(root) {
+        Ok(p) => p,
+        Err(e) => return (Outcome::Cannot(format!("{e:#}")), 0.0),
+    };
     let old = col.host().calibration.as_ref();
     let key = super::cache::key(root, col.host(), bpf.mode().name());
-    let mut new = match super::measure(
+    let mut new = match super::measure_on(
         bpf,
-        root,
+        &place,
         key,
         col.host().regime,
         &super::Options::default(),

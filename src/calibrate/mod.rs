@@ -40,7 +40,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::collector::Collector;
 use crate::collector::bpf::{BpfCollector, BpfOptions};
-use crate::sample::calibration::{Calibration, CalibrationKey, NOISY_SPREAD};
+use crate::sample::calibration::{Calibration, CalibrationKey};
 use crate::sample::{HostInfo, Regime};
 use crate::sys::clock::thread_cputime_ns;
 use crate::sys::sysroot::Sysroot;
@@ -140,7 +140,7 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
 }
 
 /// Measures now, on CPUs chosen on this host. A measurement the host
-/// disturbed ([`Calibration::noise`] above [`NOISY_SPREAD`]) is taken
+/// disturbed ([`Calibration::disturbed`]) is taken
 /// once more and the quieter of the two kept: on the development VM a
 /// burst of the host's own load during the second of spinning left every
 /// class 13–17 % spread and the local timer at twice its cost (an oracle
@@ -154,9 +154,19 @@ pub fn measure(
     regime: Regime,
     opts: &Options,
 ) -> Result<Calibration> {
+    measure_on(bpf, &placement::choose(root)?, key, regime, opts)
+}
+
+/// [`measure`] on CPUs already chosen.
+pub fn measure_on(
+    bpf: &BpfCollector,
+    place: &Placement,
+    key: CalibrationKey,
+    regime: Regime,
+    opts: &Options,
+) -> Result<Calibration> {
     let t0 = Instant::now();
-    let place = placement::choose(root)?;
-    let again = || measure_once(bpf, &place, key.clone(), regime, opts);
+    let again = || measure_once(bpf, place, key.clone(), regime, opts);
     let mut c = match again() {
         Ok(first) => quieter(first, again),
         // Most often a CPU too busy for enough clean gaps, the same
@@ -170,12 +180,11 @@ pub fn measure(
             c
         }
     };
-    let noise = c.noise();
-    if noise > NOISY_SPREAD {
+    if c.disturbed() {
         c.notes.push(format!(
             "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
              this was measured; `nettop --calibrate` again when it is quieter",
-            100.0 * noise
+            100.0 * c.noise()
         ));
     }
     c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -186,10 +195,10 @@ pub fn measure(
 /// more measurement (`again`), with a note saying so. A second
 /// measurement that fails leaves the first, noted.
 fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> Calibration {
-    let noise_first = first.noise();
-    if noise_first <= NOISY_SPREAD {
+    if !first.disturbed() {
         return first;
     }
+    let noise_first = first.noise();
     let second = match again() {
         Ok(c) => c,
         Err(e) => {
