@@ -52,9 +52,9 @@ pub struct Options {
     pub tlb: bool,
     /// The sender shoots TLB entries down by unmapping instead: it maps a
     /// fresh page, the spinner touches it, and the sender unmaps it, as a
-    /// sibling thread freeing memory both used does (a shootdown of an
-    /// entry the spinner holds, page tables freed where the page was the
-    /// last in them).
+    /// sibling thread freeing memory both used does: a shootdown of an
+    /// entry the spinner holds (on the development VM's kernel the same
+    /// one-page flush as mprotect's, no page tables freed).
     pub munmap: bool,
     /// The sender wakes a SCHED_FIFO thread sleeping on the spinner's CPU
     /// instead (eventfd): a reschedule IPI, then that thread runs and
