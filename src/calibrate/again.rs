@@ -141,14 +141,15 @@ pub fn run(col: &mut Collector, root: &Sysroot, dir: &Path) -> (Outcome, f64) {
     (outcome, cpu_ms)
 }
 
-/// Keeps `new` when there was no table, or over `old` when it is quieter.
+/// Keeps `new` when there was no table, or over `old` when it is better
+/// ([`Calibration::better_than`]): quieter, or pricing a class `old` could not.
 pub fn judge(old: Option<&Calibration>, new: &Calibration) -> Outcome {
     let n = new.noise();
     let Some(old) = old else {
         return Outcome::Kept { noise: n };
     };
     let o = old.noise();
-    if n < o {
+    if new.better_than(old) {
         Outcome::Kept { noise: n }
     } else {
         Outcome::Dropped { noise: n, old: o }
@@ -223,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_table_is_kept_only_when_quieter() {
+    fn a_new_table_is_kept_only_when_better() {
         assert_eq!(
             judge(Some(&table(0.2)), &table(0.05)),
             Outcome::Kept { noise: 0.05 }
@@ -236,5 +237,18 @@ mod tests {
             "{}",
             o.note()
         );
+        // A table that left reschedules unpriced gives way to one that
+        // prices them, though noisier.
+        let mut spoiled = table(0.03);
+        spoiled.resched.basis = Basis::SameAsIpi;
+        spoiled.resched_woken_ns = 14_000.0;
+        assert_eq!(
+            judge(Some(&spoiled), &table(0.06)),
+            Outcome::Kept { noise: 0.06 }
+        );
+        assert!(matches!(
+            judge(Some(&table(0.06)), &spoiled),
+            Outcome::Dropped { .. }
+        ));
     }
 }

@@ -40,7 +40,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::collector::Collector;
 use crate::collector::bpf::{BpfCollector, BpfOptions};
-use crate::sample::calibration::{Calibration, CalibrationKey};
+use crate::sample::calibration::{Calibration, CalibrationKey, NOISY_SPREAD};
 use crate::sample::{HostInfo, Regime};
 use crate::sys::clock::thread_cputime_ns;
 use crate::sys::sysroot::Sysroot;
@@ -180,7 +180,7 @@ pub fn measure_on(
             c
         }
     };
-    if c.disturbed() {
+    if c.noise() > NOISY_SPREAD {
         c.notes.push(format!(
             "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
              this was measured; `nettop --calibrate` again when it is quieter",
@@ -191,14 +191,14 @@ pub fn measure_on(
     Ok(c)
 }
 
-/// `first`, or, when the host disturbed it, the quieter of it and one
-/// more measurement (`again`), with a note saying so. A second
+/// `first`, or, when the host disturbed it, the better of it and one
+/// more measurement ([`Calibration::better_than`]) (`again`), with a note saying so. A second
 /// measurement that fails leaves the first, noted.
 fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> Calibration {
     if !first.disturbed() {
         return first;
     }
-    let noise_first = first.noise();
+    let trouble_first = first.trouble();
     let second = match again() {
         Ok(c) => c,
         Err(e) => {
@@ -210,19 +210,17 @@ fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> C
             return c;
         }
     };
-    let noise_second = second.noise();
+    let trouble_second = second.trouble();
     let cost_cpu_ms = first.cost_cpu_ms + second.cost_cpu_ms;
-    let mut c = if noise_second < noise_first {
+    let mut c = if second.better_than(&first) {
         second
     } else {
         first
     };
     c.cost_cpu_ms = cost_cpu_ms;
     c.notes.push(format!(
-        "measured twice: the host disturbed the first measurement (spread up to {:.0} % of a \
-         cost, {:.0} % the second time); the quieter one is kept",
-        100.0 * noise_first,
-        100.0 * noise_second
+        "measured twice: the host disturbed the first measurement ({trouble_first}; the \
+         second: {trouble_second}); the better one is kept"
     ));
     c
 }
@@ -238,7 +236,7 @@ fn measure_once(
     let m = run_windows(bpf, place, opts)?;
     let woken = m.sent.woken;
     let woken_ns = if woken.wakes > 0 {
-        woken.cpu_ns as f64 / woken.wakes as f64
+        woken.per_wake_ns
     } else {
         0.0
     };
@@ -362,5 +360,40 @@ mod tests {
             "{:?}",
             c.notes
         );
+    }
+
+    /// A table whose wake-ups were sent and run but too few of their gaps
+    /// clean: reschedules at the IPI's cost.
+    fn spoiled(spread: f64) -> Calibration {
+        let mut c = with_spread(spread, 340.0);
+        c.resched = ClassCost {
+            basis: Basis::SameAsIpi,
+            ..c.ipi.clone()
+        };
+        c.resched_woken_ns = 14_000.0;
+        c
+    }
+
+    #[test]
+    fn a_table_that_could_not_price_its_wake_ups_is_measured_again() {
+        // Quiet, but the reschedules unpriced: measured again, and the
+        // second kept though noisier, as it prices them.
+        let first = spoiled(0.03);
+        assert!(first.disturbed());
+        let c = quieter(first, || Ok(with_spread(0.06, 330.0)));
+        assert_eq!(c.resched.basis, Basis::NotMeasured);
+        assert_eq!(c.ipi.spread_ns, 420.0);
+        assert!(
+            c.notes[0].contains("too few clean wake-ups"),
+            "{:?}",
+            c.notes
+        );
+        // Spoiled twice: the quieter.
+        let c = quieter(spoiled(0.1), || Ok(spoiled(0.04)));
+        assert_eq!(c.ipi.spread_ns, 280.0);
+        // No wake-ups at all (no CAP_SYS_NICE): nothing to measure again.
+        let mut none = spoiled(0.03);
+        none.resched_woken_ns = 0.0;
+        assert!(!none.disturbed());
     }
 }

@@ -195,7 +195,7 @@ pub fn register_ipi_sender() -> Result<()> {
 }
 
 /// What the sender did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sent {
     /// Pure IPIs (membarriers).
     pub ipis: u64,

@@ -260,10 +260,41 @@ impl Calibration {
             .fold(0.0, f64::max)
     }
 
+    /// The wake-ups were sent and the woken thread ran, yet too few of
+    /// their gaps were clean to price them: the host's noise, not a lack of
+    /// means, left reschedule IPIs at the IPI's cost, which may be all
+    /// wrong for them (the kernel can bill a whole wake-up to the woken
+    /// thread: 0 µs here against the IPI's 7–12).
+    pub fn resched_spoiled(&self) -> bool {
+        self.resched.basis != Basis::Measured && self.resched_woken_ns > 0.0
+    }
+
     /// The host disturbed this measurement beyond what a quiet one spreads
-    /// ([`NOISY_SPREAD`]): its costs may be a busy moment's.
+    /// ([`NOISY_SPREAD`]), or spoiled a class it induced: its costs may be
+    /// a busy moment's.
     pub fn disturbed(&self) -> bool {
-        self.noise() > NOISY_SPREAD
+        self.noise() > NOISY_SPREAD || self.resched_spoiled()
+    }
+
+    /// What disturbed this table, for a note: its spread, and a class
+    /// the host spoiled.
+    pub fn trouble(&self) -> String {
+        let spread = format!("spread up to {:.0} % of a cost", 100.0 * self.noise());
+        if self.resched_spoiled() {
+            format!("{spread}, too few clean wake-ups to price reschedule IPIs")
+        } else {
+            spread
+        }
+    }
+
+    /// Whether this table is a better one than `other` of the same host:
+    /// one with every induced class priced wins, then the quieter.
+    pub fn better_than(&self, other: &Calibration) -> bool {
+        match (self.resched_spoiled(), other.resched_spoiled()) {
+            (false, true) => true,
+            (true, false) => false,
+            _ => self.noise() < other.noise(),
+        }
     }
 
     /// Every row of the table: the interruption classes and the softirq

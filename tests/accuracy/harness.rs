@@ -241,6 +241,9 @@ pub fn calibrate(cache: &Path) -> Result<Calibration, Fail> {
             ))
             .collect::<String>()
     ));
+    for n in &c.notes {
+        common::report(&format!("calibration  note: {n}\n"));
+    }
     Ok(c)
 }
 

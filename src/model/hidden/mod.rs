@@ -30,6 +30,10 @@ const DRIFT: f64 = 0.15;
 /// it: the local timer charged the IPI's cost missed by a third of its
 /// loss on the development VM.
 const PROXY: f64 = 0.5;
+/// The same for reschedule IPIs: the kernel may bill the whole wake-up to
+/// the woken thread (the development VM does), so the truth lies anywhere
+/// from none of the IPI's cost to all of it.
+const PROXY_RESCHED: f64 = 1.0;
 /// What a state no calibration saw adds to the IPI path's costs: the
 /// development VM's two states are a quarter apart.
 const UNKNOWN_STATE: f64 = 0.25;
@@ -144,9 +148,10 @@ impl Calibration {
     /// Each interruption's cost is uncertain by the drift between a
     /// calibration and a later load ([`DRIFT`]) plus the calibration's own
     /// disturbance ([`Calibration::noise`], 1–5 % when quiet); one charged
-    /// another class's cost by [`PROXY`]; the IPI path's costs by
-    /// [`UNKNOWN_STATE`] more when the frame's IPIs show a state no
-    /// calibration saw (`unknown_state`, see [`state_note`]). The errors
+    /// another class's cost by [`PROXY`] (a reschedule by
+    /// [`PROXY_RESCHED`]); the IPI path's costs by [`UNKNOWN_STATE`] more
+    /// when the frame's IPIs show a state no calibration saw
+    /// (`unknown_state`, see [`state_note`]). The errors
     /// move together (the host's state moves every class), so they add up
     /// rather than average out. How often the band holds the oracles' real
     /// share is in BENCHMARKS.md ("Trust").
@@ -165,6 +170,7 @@ impl Calibration {
         let rel = |k: usize| -> f64 {
             let base = match basis[k] {
                 Basis::Measured => measured,
+                Basis::SameAsIpi | Basis::NotMeasured if k == RESCHED => PROXY_RESCHED,
                 Basis::SameAsIpi | Basis::NotMeasured => PROXY,
             };
             // Device and other interrupts take the IPI's cost: its path.
@@ -221,8 +227,8 @@ pub fn warning(c: &Calibration, unknown_state: bool) -> String {
     let mut why = Vec::new();
     if c.disturbed() {
         why.push(format!(
-            "the host disturbed the calibration (spread up to {:.0} % of a cost, 1-5 % when quiet)",
-            100.0 * c.noise()
+            "the host disturbed the calibration ({}; 1-5 % when quiet)",
+            c.trouble()
         ));
     }
     if unknown_state {

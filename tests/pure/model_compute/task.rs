@@ -84,6 +84,28 @@ fn a_disturbed_calibration_is_flagged_and_widens_the_band() {
     assert!(f.calibration_warning.is_empty());
 }
 
+/// Reschedule IPIs the calibration could not price are charged the IPI's
+/// cost with the whole of it as their band: the kernel may bill a wake-up
+/// to the woken thread, so what they cost the interrupted task lies
+/// anywhere from none of the IPI's cost to all of it.
+#[test]
+fn reschedules_charged_by_proxy_are_uncertain_by_their_whole_cost() {
+    let (prev, mut cur) = bpf_pair();
+    // 100 of the victim's 150 IPIs were reschedules.
+    if let Some(a) = cur.tasks[1].irq.as_mut() {
+        a.resched_count = 100;
+    }
+    let f = compute(&calibrated(Regime::TickBased), &prev, &cur);
+    let v = thread(&f, 100);
+    // Charged as before: every class at the IPI's 3 µs but the timer.
+    approx(v.hidden_pct, 0.43);
+    let measured = 0.15 + 100.0 / 3_000.0;
+    let band_ns = 950.0 * 3_000.0 * 0.5
+        + 100.0 * 3_000.0 * 1.0
+        + (50.0 * 3_000.0 + 100.0 * 10_000.0) * measured;
+    approx(v.hidden_pct_high - v.hidden_pct, band_ns / 1e7);
+}
+
 /// The victim's 1200 interruptions: 900 device + 150 IPIs + 50 other at
 /// 3 µs, 100 timer ticks at 10 µs: 4.3 ms = 0.43 % hidden.
 #[test]
