@@ -106,6 +106,15 @@ fn calibrate_caches_and_live_nettop_uses_the_cache() {
     );
     assert_eq!(c.timer.basis, Basis::Measured, "{:?}", c.notes);
     assert!(c.timer.samples >= 100, "{:?}", c.timer);
+    // As root the woken thread is SCHED_FIFO: every wake-up preempts the
+    // spinner, and its billing per wake-up is a run's, not the whole
+    // window's spread over a few (tens of µs on any host, not ms).
+    assert!(
+        c.resched_woken_ns > 0.0 && c.resched_woken_ns < 1e6,
+        "{} ns per wake-up: {:?}",
+        c.resched_woken_ns,
+        c.notes
+    );
     // At most 0.5 s of one CPU (spinner + sender) per measurement, and a
     // second one only when the host disturbed the first. The spinner's
     // windows add up to ~0.3 s of wall time, so more would mean a runaway
