@@ -2,6 +2,7 @@
 //! interruption of a class, and what each cost beyond its traced time.
 //! Pure, so the arithmetic is tested on made-up gaps.
 
+use super::robust::robust;
 use super::spin::{Gap, Window};
 
 use crate::sample::NR_INTR_CLASSES as N;
@@ -14,7 +15,7 @@ pub const CLASSES: [&str; N] = crate::sample::INTR_CLASSES;
 pub struct Estimate {
     /// Samples used.
     pub samples: u64,
-    /// Samples dropped as far outliers (see [`robust`]).
+    /// Samples dropped as far outliers (see [`super::robust::robust`]).
     pub outliers: u64,
     /// Mean traced time per interruption.
     pub traced_ns: f64,
@@ -44,37 +45,6 @@ pub struct Census {
     /// Gaps holding several interruptions: not used.
     pub compound_gaps: u64,
     pub gaps: u64,
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil().min((sorted.len() - 1) as f64) as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
-/// Mean, median and semi-IQR of `xs` after dropping far outliers (beyond
-/// three interquartile ranges from the quartiles, Tukey's "far out"). The
-/// outliers are gaps where something else hit at the same time, e.g. the
-/// hypervisor's own periodic work, which would have cost the same without
-/// the interruption; a plain mean would charge it to the interruption.
-pub fn robust(xs: &[f64]) -> (f64, f64, f64, u64) {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return (0.0, 0.0, 0.0, 0);
-    }
-    v.sort_by(f64::total_cmp);
-    let q1 = quantile(&v, 0.25);
-    let q3 = quantile(&v, 0.75);
-    let iqr = q3 - q1;
-    let (lo, hi) = (q1 - 3.0 * iqr, q3 + 3.0 * iqr);
-    let kept: Vec<f64> = v.iter().copied().filter(|x| *x >= lo && *x <= hi).collect();
-    let dropped = (v.len() - kept.len()) as u64;
-    let mean = kept.iter().sum::<f64>() / kept.len().max(1) as f64;
-    (mean, quantile(&v, 0.5), iqr / 2.0, dropped)
 }
 
 fn estimate(traced: &[f64], hidden: &[f64]) -> Estimate {
@@ -310,15 +280,5 @@ mod tests {
             marginal_ratio(&few, [0.0, 0.0, 3_000.0, 0.0, 0.0, 0.0], 0.0),
             None
         );
-    }
-
-    #[test]
-    fn robust_summary() {
-        let (mean, median, spread, out) = robust(&[1.0, 2.0, 3.0, 4.0, 5.0, 1000.0]);
-        assert_eq!(out, 1);
-        assert!((mean - 3.0).abs() < 1e-9);
-        assert!((median - 3.5).abs() < 1e-9);
-        assert!((spread - 1.25).abs() < 1e-9);
-        assert_eq!(robust(&[]), (0.0, 0.0, 0.0, 0));
     }
 }

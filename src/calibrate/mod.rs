@@ -26,6 +26,7 @@ pub mod census;
 pub mod hrtimer;
 pub mod placement;
 pub mod resched;
+pub mod robust;
 pub mod rps;
 pub mod spin;
 pub mod states;

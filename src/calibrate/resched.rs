@@ -32,7 +32,7 @@ pub struct Woken {
     /// Its CPU time in those wake-ups, ns.
     pub cpu_ns: u64,
     /// Its CPU time per wake-up, far outliers dropped as the spinner's
-    /// gaps' are ([`super::census::robust`]). The plain mean holds the
+    /// gaps' are ([`super::robust::robust`]). The plain mean holds the
     /// wake-ups whose gaps the census left out (a hypervisor stall in the
     /// woken thread's run, another interruption in it): set against the
     /// clean gaps' cost, it gave back up to three times what the kernel
@@ -126,7 +126,7 @@ impl Waker {
                         last = now;
                     }
                     w.cpu_ns = thread_cputime_ns().saturating_sub(c0);
-                    w.per_wake_ns = super::census::robust(&per_wake).0;
+                    w.per_wake_ns = super::robust::robust(&per_wake).0;
                     w
                 })
                 .context("starting the woken thread")?

@@ -160,7 +160,7 @@ pub fn parse_chunk<T>(
             NLMSG_DONE => {
                 let code = u32_at(payload, 0).map_or(0, |v| v as i32);
                 if code < 0 {
-                    return Err(RtnlError::Kernel(-code));
+                    return Err(RtnlError::Kernel(code.saturating_neg()));
                 }
                 out.done = true;
                 return Ok(out);
@@ -379,6 +379,12 @@ mod tests {
         assert!(matches!(
             parse_chunk(&done_err, &mut index_decoder),
             Err(RtnlError::Kernel(90))
+        ));
+        // The most negative code there is: an error, not an overflow.
+        let done_min = msg(NLMSG_DONE, 2, &i32::MIN.to_ne_bytes());
+        assert!(matches!(
+            parse_chunk(&done_min, &mut index_decoder),
+            Err(RtnlError::Kernel(i32::MAX))
         ));
         let intr = msg(RTM_NEWLINK, NLM_F_DUMP_INTR, &ifinfo(3));
         assert!(parse_chunk(&intr, &mut index_decoder).unwrap().interrupted);

@@ -14,7 +14,7 @@ mod state;
 
 pub use state::state_note;
 
-use crate::sample::calibration::{Basis, Calibration, IpiState};
+use crate::sample::calibration::{Basis, Calibration, IpiState, NOISY_SPREAD};
 use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
 /// The timer's and the reschedule class's index in [`class_counts`].
@@ -225,11 +225,17 @@ fn age(ms: u64) -> String {
 /// HIDDEN~ line says which). Empty otherwise.
 pub fn warning(c: &Calibration, unknown_state: bool) -> String {
     let mut why = Vec::new();
-    if c.disturbed() {
+    if c.noise() > NOISY_SPREAD {
         why.push(format!(
-            "the host disturbed the calibration ({}; 1-5 % when quiet)",
-            c.trouble()
+            "the host disturbed the calibration (spread up to {:.0} % of a cost, 1-5 % when quiet)",
+            100.0 * c.noise()
         ));
+    }
+    if c.resched_spoiled() {
+        why.push(
+            "the host left too few clean wake-ups to price reschedule IPIs (charged an IPI's cost)"
+                .to_string(),
+        );
     }
     if unknown_state {
         why.push("the host delivers IPIs in a state no calibration saw".to_string());

@@ -104,6 +104,27 @@ fn reschedules_charged_by_proxy_are_uncertain_by_their_whole_cost() {
         + 100.0 * 3_000.0 * 1.0
         + (50.0 * 3_000.0 + 100.0 * 10_000.0) * measured;
     approx(v.hidden_pct_high - v.hidden_pct, band_ns / 1e7);
+    assert!(
+        f.calibration_warning.is_empty(),
+        "{}",
+        f.calibration_warning
+    );
+
+    // The same table from a calibration whose wake-ups ran but were
+    // spoiled by the host: flagged, the same charge and band.
+    let mut spoiled = calibrated(Regime::TickBased);
+    if let Some(c) = spoiled.calibration.as_mut() {
+        c.resched_woken_ns = 14_000.0;
+    }
+    let f = compute(&spoiled, &prev, &cur);
+    let s = thread(&f, 100);
+    approx(s.hidden_pct_high, v.hidden_pct_high);
+    assert!(
+        f.calibration_warning
+            .contains("too few clean wake-ups to price reschedule IPIs"),
+        "{}",
+        f.calibration_warning
+    );
 }
 
 /// The victim's 1200 interruptions: 900 device + 150 IPIs + 50 other at
