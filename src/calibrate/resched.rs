@@ -31,12 +31,13 @@ pub struct Woken {
     pub wakes: u64,
     /// Its CPU time in those wake-ups, ns.
     pub cpu_ns: u64,
-    /// Its CPU time per wake-up, far outliers dropped as the spinner's
-    /// gaps' are ([`super::robust::robust`]). The plain mean holds the
+    /// The median of its CPU time per wake-up. The plain mean holds the
     /// wake-ups whose gaps the census left out (a hypervisor stall in the
-    /// woken thread's run, another interruption in it): set against the
-    /// clean gaps' cost, it gave back up to three times what the kernel
-    /// really billed the woken thread beyond its gap.
+    /// woken thread's run, another interruption in it); on a busy host
+    /// they are a tail too wide even for the far-outlier cut the gaps get
+    /// ([`super::robust::robust`]). Set against the clean gaps' cost, the
+    /// mean gave back 4–30 µs per wake-up in fourteen calibrations of one
+    /// busy hour, the trimmed mean 3–15, the median 2–6 (BENCHMARKS.md).
     pub per_wake_ns: f64,
 }
 
@@ -126,7 +127,7 @@ impl Waker {
                         last = now;
                     }
                     w.cpu_ns = thread_cputime_ns().saturating_sub(c0);
-                    w.per_wake_ns = super::robust::robust(&per_wake).0;
+                    w.per_wake_ns = super::robust::robust(&per_wake).1;
                     w
                 })
                 .context("starting the woken thread")?

@@ -1,6 +1,5 @@
-//! A robust mean for samples a busy host spoils now and then: the
-//! calibration's gaps and the woken thread's run per wake-up alike, so
-//! both sides of a difference drop the same kind of outlier.
+//! Robust summaries of samples a busy host spoils now and then: the
+//! calibration's gaps, and the woken thread's billing per wake-up.
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
