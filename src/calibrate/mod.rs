@@ -142,7 +142,7 @@ fn run_windows(bpf: &BpfCollector, place: &Placement, opts: &Options) -> Result<
 
 /// Measures now, on CPUs chosen on this host. A measurement the host
 /// disturbed ([`Calibration::disturbed`]) is taken
-/// once more and the quieter of the two kept: on the development VM a
+/// once more and the better of the two kept: on the development VM a
 /// burst of the host's own load during the second of spinning left every
 /// class 13–17 % spread and the local timer at twice its cost (an oracle
 /// attempt 27 points low), and a table like that is what a user would be
@@ -169,7 +169,7 @@ pub fn measure_on(
     let t0 = Instant::now();
     let again = || measure_once(bpf, place, key.clone(), regime, opts);
     let mut c = match again() {
-        Ok(first) => quieter(first, again),
+        Ok(first) => better_of(first, again),
         // Most often a CPU too busy for enough clean gaps, the same
         // disturbance: one more measurement, and its error if that fails
         // too (a lasting cause fails the same way twice).
@@ -193,9 +193,9 @@ pub fn measure_on(
 }
 
 /// `first`, or, when the host disturbed it, the better of it and one
-/// more measurement ([`Calibration::better_than`]) (`again`), with a note saying so. A second
-/// measurement that fails leaves the first, noted.
-fn quieter(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> Calibration {
+/// more measurement `again` ([`Calibration::better_than`]), with a note
+/// saying so. A second measurement that fails leaves the first, noted.
+fn better_of(first: Calibration, again: impl FnOnce() -> Result<Calibration>) -> Calibration {
     if !first.disturbed() {
         return first;
     }
@@ -235,13 +235,7 @@ fn measure_once(
     opts: &Options,
 ) -> Result<Calibration> {
     let m = run_windows(bpf, place, opts)?;
-    let woken = m.sent.woken;
-    let woken_ns = if woken.wakes > 0 {
-        woken.per_wake_ns
-    } else {
-        0.0
-    };
-    let mut c = table(&m.windows, key, regime, place, woken_ns)?;
+    let mut c = table(&m.windows, key, regime, place, m.sent.woken.per_wake_ns)?;
     c.cost_cpu_ms = m.cpu_ns as f64 / 1e6;
     if let Some(e) = m.sent.rps_error {
         c.notes.push(format!("softirq cost not measured: {e}"));
@@ -339,20 +333,20 @@ mod tests {
     }
 
     #[test]
-    fn a_disturbed_measurement_is_taken_again_and_the_quieter_kept() {
+    fn a_disturbed_measurement_is_taken_again_and_the_better_kept() {
         // Quiet: no second measurement.
-        let c = quieter(with_spread(0.03, 340.0), || panic!("measured again"));
+        let c = better_of(with_spread(0.03, 340.0), || panic!("measured again"));
         assert!(c.notes.is_empty());
         // Disturbed, the second quiet: the second, both costs, a note.
-        let c = quieter(with_spread(0.2, 340.0), || Ok(with_spread(0.02, 330.0)));
+        let c = better_of(with_spread(0.2, 340.0), || Ok(with_spread(0.02, 330.0)));
         assert_eq!(c.ipi.spread_ns, 140.0);
         assert_eq!(c.cost_cpu_ms, 670.0);
         assert!(c.notes[0].contains("measured twice"), "{:?}", c.notes);
         // Both disturbed: the quieter, the first here.
-        let c = quieter(with_spread(0.1, 340.0), || Ok(with_spread(0.3, 330.0)));
+        let c = better_of(with_spread(0.1, 340.0), || Ok(with_spread(0.3, 330.0)));
         assert_eq!(c.ipi.spread_ns, 700.0);
         // The second measurement failing leaves the first, noted.
-        let c = quieter(with_spread(0.2, 340.0), || {
+        let c = better_of(with_spread(0.2, 340.0), || {
             anyhow::bail!("only 156 clean IPI gaps")
         });
         assert_eq!(c.ipi.spread_ns, 1_400.0);
@@ -381,7 +375,7 @@ mod tests {
         // second kept though noisier, as it prices them.
         let first = spoiled(0.03);
         assert!(first.disturbed());
-        let c = quieter(first, || Ok(with_spread(0.06, 330.0)));
+        let c = better_of(first, || Ok(with_spread(0.06, 330.0)));
         assert_eq!(c.resched.basis, Basis::NotMeasured);
         assert_eq!(c.ipi.spread_ns, 420.0);
         assert!(
@@ -390,7 +384,7 @@ mod tests {
             c.notes
         );
         // Spoiled twice: the quieter.
-        let c = quieter(spoiled(0.1), || Ok(spoiled(0.04)));
+        let c = better_of(spoiled(0.1), || Ok(spoiled(0.04)));
         assert_eq!(c.ipi.spread_ns, 280.0);
         // No wake-ups at all (no CAP_SYS_NICE): nothing to measure again.
         let mut none = spoiled(0.03);

@@ -27,11 +27,9 @@ use crate::sys::clock::thread_cputime_ns;
 /// What the woken thread did.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Woken {
-    /// Times it woke up (several kicks before it ran count once).
-    pub wakes: u64,
     /// Its CPU time in those wake-ups, ns.
     pub cpu_ns: u64,
-    /// The median of its CPU time per wake-up. The plain mean holds the
+    /// The median of its CPU time per wake-up, 0 without any. The plain mean holds the
     /// wake-ups whose gaps the census left out (a hypervisor stall in the
     /// woken thread's run, another interruption in it); on a busy host
     /// they are a tail too wide even for the far-outlier cut the gaps get
@@ -119,7 +117,6 @@ impl Waker {
                     let c0 = thread_cputime_ns();
                     let mut last = c0;
                     while read_one(&fd).is_ok() && !stop.load(Ordering::Relaxed) {
-                        w.wakes += 1;
                         let now = thread_cputime_ns();
                         if per_wake.len() < MAX_WAKES {
                             per_wake.push(now.saturating_sub(last) as f64);

@@ -265,8 +265,7 @@ pub(super) fn cpu_view(
     // Tasks' own work: non-idle time less interrupt work and its hidden cost.
     let busy = 100.0 - v.idle_pct - v.iowait_pct - v.steal_pct;
     v.true_pct = fin((busy - v.stolen_pct - v.hidden_pct).max(0.0));
-    v.true_pct_low = fin((v.true_pct - band).max(0.0));
-    v.true_pct_high = fin(v.true_pct + band.min(v.hidden_pct));
+    (v.true_pct_low, v.true_pct_high) = true_band(v.true_pct, band, v.hidden_pct, 0.0);
     v
 }
 

@@ -120,6 +120,16 @@ impl Ctx<'_> {
     }
 }
 
+/// TRUE%'s band around `true_pct`, points: `band` either way on the
+/// hidden cost charged (the top no higher than nothing hidden at all,
+/// `hidden`), and `given_back_band` either way on the time given back.
+fn true_band(true_pct: f64, band: f64, hidden: f64, given_back_band: f64) -> (f64, f64) {
+    (
+        fin((true_pct - band - given_back_band).max(0.0)),
+        fin(true_pct + band.min(hidden) + given_back_band),
+    )
+}
+
 /// What HIDDEN~ charges an account, ns: the calibrated untraced cost and
 /// its part left in runtime, the time given back (rebilled), and how far
 /// each may be off (half its band).

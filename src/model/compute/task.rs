@@ -175,11 +175,12 @@ pub(super) fn task_view(ctx: &Ctx, m: &Meta<'_>, td: &TaskDelta) -> TaskView {
     } else {
         (on_cpu_pct + v.inline_pct - hidden_in_runtime_pct + v.rebilled_pct).max(0.0)
     });
-    // TRUE% cannot gain more than the hidden cost charged: at the band's
-    // top nothing at all was hidden. The time given back has its own band.
-    v.true_pct_low = fin((v.true_pct - band_in_runtime_pct - rebilled_band_pct).max(0.0));
-    v.true_pct_high =
-        fin(v.true_pct + band_in_runtime_pct.min(hidden_in_runtime_pct) + rebilled_band_pct);
+    (v.true_pct_low, v.true_pct_high) = true_band(
+        v.true_pct,
+        band_in_runtime_pct,
+        hidden_in_runtime_pct,
+        rebilled_band_pct,
+    );
     let band_pct = ctx.pct_ns(c.band_ns);
     v.hidden_pct_low = fin((v.hidden_pct - band_pct).max(0.0));
     v.hidden_pct_high = fin(v.hidden_pct + band_pct);
