@@ -8,6 +8,7 @@
 #     bash bench/collector.sh procs      # (c) nettop vs top -b, 2,000 processes
 #     bash bench/collector.sh floor      # (d) the floor under (a): empty and
 #                                        # clock-only programs, same tracepoints
+#                                        # (NETTOP_BASE=BIN: that build too, each round)
 #     bash bench/collector.sh bpf-ab OLD NEW   # (a) for two nettop binaries,
 #                                        # alternated ROUNDS_AB times in one run
 #
@@ -147,8 +148,13 @@ bench_floor() {
     echo "### The floor: empty and clock-only programs on the same tracepoints (netns iperf3 load, RPS -> CPU 1, victim on CPU 1)"
     echo
     local rounds=${ROUNDS_FLOOR:-2} i
-    rps_load_up $((rounds * 32 + 10))
+    rps_load_up $((rounds * (${NETTOP_BASE:+16} + 32) + 10))
     for ((i = 1; i <= rounds; i++)); do
+        if [[ -n ${NETTOP_BASE:-} ]]; then
+            echo "#### Round $i: base ($NETTOP_BASE)"
+            echo
+            NETTOP=$NETTOP_BASE nettop_window 16 || return 1
+        fi
         echo "#### Round $i: nettop"
         echo
         nettop_window 16 || return 1

@@ -52,25 +52,21 @@ const volatile bool io_on_task = false;
 __u32 probe_cpu1 = 0;
 struct nt_probe probe = {};
 
-/* Outermost hardirq kind: NT_KIND_DEVICE, NT_KIND_TLB or an nt_sysvec index. */
-#define NT_KIND_DEVICE 255
+/*
+ * Outermost hardirq kind: the x86 system vector's number as the
+ * irq_vectors tracepoints pass it (arch/x86/include/asm/irq_vectors.h,
+ * unchanged for a decade), or one of two kinds outside the vector range.
+ * The vector itself is the kind, so the entry stores it as it comes and
+ * only the exit classifies it (intr_class).
+ */
+#define NT_KIND_DEVICE 0x100
 /* A call-function IPI whose handler flushed this CPU's TLB for another. */
-#define NT_KIND_TLB 254
-enum nt_sysvec {
-	SV_LOCAL_TIMER,
-	SV_RESCHEDULE,
-	SV_CALL_FUNCTION,
-	SV_CALL_FUNCTION_SINGLE,
-	SV_IRQ_WORK,
-	SV_X86_PLATFORM_IPI,
-	SV_SPURIOUS_APIC,
-	SV_ERROR_APIC,
-	SV_THERMAL_APIC,
-	SV_THRESHOLD_APIC,
-	SV_DEFERRED_ERROR_APIC,
-	SV_REBOOT,
-	SV_UNKNOWN,	/* a vector without a kind: timed, class "other" */
-};
+#define NT_KIND_TLB 0x101
+#define VEC_LOCAL_TIMER 0xec
+#define VEC_IRQ_WORK 0xf6
+#define VEC_CALL_FUNCTION_SINGLE 0xfb
+#define VEC_CALL_FUNCTION 0xfc
+#define VEC_RESCHEDULE 0xfd
 
 /*
  * Per-CPU transient state. Ownership decides safety without locks:
@@ -300,27 +296,49 @@ static __always_inline struct pcpu *get_pcpu(void)
 
 static __always_inline __u64 acct_total_ns(const struct nt_acct *a)
 {
-	__u64 sum = a->hardirq_ns + a->sysvec_ns;
+	__u64 sum = 0;
+	for (int k = 0; k < NT_NR_INTR; k++)
+		sum += a->intr[k].ns;
 	for (int c = 0; c < NT_NR_CTX; c++)
 		for (int v = 0; v < NT_NR_SOFTIRQS; v++)
 			sum += a->softirq_ns[c][v];
 	return sum;
 }
 
-/* Adds a slot's batch to a task record. Another CPU may flush the same task
- * at the same time (it migrated), hence atomic adds; most words are zero,
- * so they are skipped. */
-static __always_inline void acct_add_atomic(struct nt_acct *dst, const struct nt_acct *src)
+/* Adds words [lo, hi) of an account to another. Another CPU may flush the
+ * same task at the same time (it migrated), hence atomic adds; most words
+ * are zero, so they are skipped. */
+static __always_inline void acct_add_words(struct nt_acct *dst, const struct nt_acct *src, int lo,
+					   int hi)
 {
 	__u64 *d = (__u64 *)dst;
 	const __u64 *s = (const __u64 *)src;
 
-	for (int i = 0; i < ACCT_WORDS; i++) {
+	for (int i = lo; i < hi; i++) {
 		__u64 v = s[i];
 		if (v)
 			__sync_fetch_and_add(&d[i], v);
 	}
 }
+
+static __always_inline void acct_add_atomic(struct nt_acct *dst, const struct nt_acct *src)
+{
+	acct_add_words(dst, src, 0, ACCT_WORDS);
+}
+
+/*
+ * The words of an account each slot writes: the hardirq slot's (count_intr)
+ * come first, the softirq slot's (on_softirq_exit) next. A slot's flush
+ * adds and clears only its own words, a tenth of the account for the
+ * hardirq slot: a flush runs whenever the interrupted task changes.
+ */
+#define ACCT_HI_END (__builtin_offsetof(struct nt_acct, softirq_stolen_count) / 8)
+#define ACCT_SI_END (__builtin_offsetof(struct nt_acct, io) / 8)
+_Static_assert(__builtin_offsetof(struct nt_acct, intr) == 0 &&
+		       __builtin_offsetof(struct nt_acct, in_softirq) < ACCT_HI_END * 8 &&
+		       __builtin_offsetof(struct nt_acct, softirq_ns) < ACCT_SI_END * 8 &&
+		       __builtin_offsetof(struct nt_acct, softirq_count) < ACCT_SI_END * 8,
+	       "the slots' words must be [0, ACCT_HI_END) and [ACCT_HI_END, ACCT_SI_END)");
 
 /*
  * Adds an exited thread's accounting to its process's `exited` record
@@ -365,8 +383,9 @@ static __always_inline bool tomb_claims(__u32 tid, struct nt_task *v)
 	return true;
 }
 
-/* Moves a slot's batch into the task hash. Caller holds s->busy. */
-static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs)
+/* Moves a slot's batch, words [lo, hi) of its account, into the task hash.
+ * Caller holds s->busy. */
+static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs, int lo, int hi)
 {
 	struct nt_task *t;
 	__u32 tid = s->tid;
@@ -376,7 +395,7 @@ static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs)
 		return;
 	t = bpf_map_lookup_elem(&tasks, &tid);
 	if (t && t->start_boottime == s->val.start_boottime) {
-		acct_add_atomic(&t->acct, &s->val.acct);
+		acct_add_words(&t->acct, &s->val.acct, lo, hi);
 	} else if (t && t->start_boottime > s->val.start_boottime) {
 		/* The TID already belongs to a newer task: this batch is from a
 		 * task that exited; its time is no longer anybody's. */
@@ -390,13 +409,13 @@ static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs)
 		if (err == -EEXIST) {
 			t = bpf_map_lookup_elem(&tasks, &tid);
 			if (t && t->start_boottime == s->val.start_boottime)
-				acct_add_atomic(&t->acct, &s->val.acct);
+				acct_add_words(&t->acct, &s->val.acct, lo, hi);
 		} else if (err) {
 			__sync_fetch_and_add(&cs->map_full, 1);
 			__sync_fetch_and_add(&cs->map_full_ns, acct_total_ns(&s->val.acct));
 		}
 	}
-	__builtin_memset(&s->val.acct, 0, sizeof(s->val.acct));
+	__builtin_memset((__u64 *)&s->val.acct + lo, 0, (hi - lo) * sizeof(__u64));
 	s->dirty = 0;
 }
 
@@ -413,7 +432,10 @@ __noinline int nt_flush_slot(__u32 idx)
 
 	if (!pc)
 		return 0;
-	flush_slot_body(&pc->slot[idx & 1], &pc->stats);
+	if (idx == SLOT_HARDIRQ)
+		flush_slot_body(&pc->slot[SLOT_HARDIRQ], &pc->stats, 0, ACCT_HI_END);
+	else
+		flush_slot_body(&pc->slot[SLOT_SOFTIRQ], &pc->stats, ACCT_HI_END, ACCT_SI_END);
 	return 0;
 }
 
@@ -478,39 +500,30 @@ static __always_inline __u32 intr_class(__u32 kind)
 	switch (kind) {
 	case NT_KIND_DEVICE:
 		return NT_INTR_DEVICE;
-	case SV_LOCAL_TIMER:
+	case VEC_LOCAL_TIMER:
 		return NT_INTR_TIMER;
 	case NT_KIND_TLB:
 		return NT_INTR_TLB;
-	case SV_RESCHEDULE:
+	case VEC_RESCHEDULE:
 		return NT_INTR_RESCHED;
-	case SV_CALL_FUNCTION:
-	case SV_CALL_FUNCTION_SINGLE:
-	case SV_IRQ_WORK:
+	case VEC_CALL_FUNCTION:
+	case VEC_CALL_FUNCTION_SINGLE:
+	case VEC_IRQ_WORK:
 		return NT_INTR_IPI;
 	default:
 		return NT_INTR_OTHER;
 	}
 }
 
-/* Counts one interruption's class into an account (the device and sysvec
- * totals are counted by the caller), whether it landed in a stolen softirq
- * run, and the handler time `d` of a plain IPI, a TLB shootdown or a timer. */
-static __always_inline void count_class(struct nt_acct *a, __u32 cls, bool in_si, __u64 d)
+/* Counts one interruption of class `cls` and its handler time `d` into an
+ * account, and whether it landed in a stolen softirq run. */
+static __always_inline void count_intr(struct nt_acct *a, __u32 cls, bool in_si, __u64 d)
 {
-	if (cls == NT_INTR_TIMER) {
-		a->timer_count++;
-		a->timer_ns += d;
-	} else if (cls == NT_INTR_IPI || cls == NT_INTR_TLB || cls == NT_INTR_RESCHED)
-		a->ipi_count++;
-	if (cls == NT_INTR_IPI)
-		a->ipi_ns += d;
-	if (cls == NT_INTR_TLB) {
-		a->tlb_count++;
-		a->tlb_ns += d;
-	} else if (cls == NT_INTR_RESCHED)
-		a->resched_count++;
-	if (in_si && cls < NT_NR_INTR)
+	if (cls >= NT_NR_INTR)
+		return;
+	a->intr[cls].count++;
+	a->intr[cls].ns += d;
+	if (in_si)
 		a->in_softirq[cls]++;
 }
 
@@ -592,7 +605,7 @@ static __always_inline int on_hardirq_exit(__u32 run)
 	struct nt_cpu *cs;
 	struct slot *s;
 	__u64 d;
-	__u32 kind, cls;
+	__u32 cls;
 	bool in_si;
 
 	if (!pc)
@@ -608,8 +621,7 @@ static __always_inline int on_hardirq_exit(__u32 run)
 	if (--st->hi_depth)
 		return 0;
 	d = now() - st->hi_start;
-	kind = st->hi_kind;
-	cls = intr_class(kind);
+	cls = intr_class(st->hi_kind);
 	/* The running softirq (if any) subtracts this from its own span, but
 	 * only the traced part: the entry/exit around it stays in the span. In
 	 * a stolen run that makes it STOLEN time, which HIDDEN~ must not
@@ -621,14 +633,7 @@ static __always_inline int on_hardirq_exit(__u32 run)
 	 * such an interruption adds no untraced cost there either. */
 	probe_add(d, in_si ? NT_NR_INTR : cls, false);
 
-	if (kind == NT_KIND_DEVICE) {
-		cs->acct.hardirq_ns += d;
-		cs->acct.hardirq_count++;
-	} else {
-		cs->acct.sysvec_ns += d;
-		cs->acct.sysvec_count++;
-	}
-	count_class(&cs->acct, cls, in_si, d);
+	count_intr(&cs->acct, cls, in_si, d);
 	if (st->hi_rps) {
 		cs->rps_ipi_ns += d;
 		cs->rps_ipis++;
@@ -639,14 +644,7 @@ static __always_inline int on_hardirq_exit(__u32 run)
 		unattributed(cs, d);
 		return 0;
 	}
-	if (kind == NT_KIND_DEVICE) {
-		s->val.acct.hardirq_ns += d;
-		s->val.acct.hardirq_count++;
-	} else {
-		s->val.acct.sysvec_ns += d;
-		s->val.acct.sysvec_count++;
-	}
-	count_class(&s->val.acct, cls, in_si, d);
+	count_intr(&s->val.acct, cls, in_si, d);
 	release_slot(s);
 	return 0;
 }
@@ -679,33 +677,14 @@ int BPF_PROG(raw_irq_out, int irq)
  * x86 system vectors: one raw_tp program pair, attached by user space to
  * every irq_vectors:*_entry/_exit tracepoint this kernel has. One program
  * for twelve tracepoints is verified once, not twelve times (start-up
- * cost). The kind comes from the tracepoint's argument, the vector number
- * (arch/x86/include/asm/irq_vectors.h; unchanged for a decade). An unknown
- * vector is still timed and charged as a system vector, without a kind.
+ * cost). The kind is the tracepoint's argument, the vector number (see
+ * NT_KIND_DEVICE); a vector intr_class does not know is still timed and
+ * charged as a system vector, of class "other".
  */
-static __always_inline __u32 sysvec_kind(__u64 vector)
-{
-	switch (vector) {
-	case 0xec: return SV_LOCAL_TIMER;
-	case 0xfd: return SV_RESCHEDULE;
-	case 0xfc: return SV_CALL_FUNCTION;
-	case 0xfb: return SV_CALL_FUNCTION_SINGLE;
-	case 0xf6: return SV_IRQ_WORK;
-	case 0xf7: return SV_X86_PLATFORM_IPI;
-	case 0xff: return SV_SPURIOUS_APIC;
-	case 0xfe: return SV_ERROR_APIC;
-	case 0xfa: return SV_THERMAL_APIC;
-	case 0xf9: return SV_THRESHOLD_APIC;
-	case 0xf4: return SV_DEFERRED_ERROR_APIC;
-	case 0xf8: return SV_REBOOT;
-	default: return SV_UNKNOWN;
-	}
-}
-
 SEC("raw_tp")
 int sysvec_in(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_hardirq_entry(sysvec_kind(ctx->args[0]), NT_RUN_SYSVEC_IN);
+	return on_hardirq_entry((__u32)ctx->args[0] & 0xff, NT_RUN_SYSVEC_IN);
 }
 
 SEC("raw_tp")
@@ -737,7 +716,7 @@ static __always_inline int on_tlb_flush(int reason)
 	if (reason != TLB_REMOTE_SHOOTDOWN || !pc->st.hi_depth)
 		return 0;
 	kind = pc->st.hi_kind;
-	if (kind == SV_CALL_FUNCTION || kind == SV_CALL_FUNCTION_SINGLE)
+	if (kind == VEC_CALL_FUNCTION || kind == VEC_CALL_FUNCTION_SINGLE)
 		pc->st.hi_kind = NT_KIND_TLB;
 	return 0;
 }
@@ -788,7 +767,7 @@ static __always_inline int on_softirq_raise(__u32 vec)
 		/* RPS raises NET_RX from the call-function IPI that hands a CPU
 		 * its packets: that IPI is receive work too. */
 		if (count_traffic && vec == NT_NET_RX &&
-		    (st->hi_kind == SV_CALL_FUNCTION_SINGLE || st->hi_kind == SV_CALL_FUNCTION))
+		    (st->hi_kind == VEC_CALL_FUNCTION_SINGLE || st->hi_kind == VEC_CALL_FUNCTION))
 			st->hi_rps = 1;
 	} else if (st->si_active) {
 		if (vec == NT_NET_RX && st->si_vec == NT_NET_RX)

@@ -97,40 +97,31 @@ struct nt_sock_io {
 	__u64 tx_calls[NT_NR_PROTO];
 };
 
+/* Interruptions of one class and their handler time: one class's two
+ * words side by side, in one cache line. */
+struct nt_intr {
+	__u64 count;
+	__u64 ns;
+};
+
 /* Interrupt work charged to a task, or to a CPU. Mirrors model::raw::IrqAcct. */
 struct nt_acct {
-	__u64 hardirq_ns;
-	__u64 hardirq_count;
-	__u64 sysvec_ns;
-	__u64 sysvec_count;
-	__u64 softirq_ns[NT_NR_CTX][NT_NR_SOFTIRQS];
-	__u64 softirq_count[NT_NR_SOFTIRQS];
-	/* Of sysvec_count: local timer, and IPIs (reschedule, call_function*,
-	 * irq_work). What is left is "other"; device is hardirq_count. */
-	__u64 timer_count;
-	__u64 ipi_count;
+	/* Outermost interruptions by NT_INTR_* class, and their handler
+	 * time. Indexed by class, an interruption's exit is two adds, not a
+	 * branch per class, and the words it writes share a cache line: it
+	 * runs tens of thousands of times a second against a ~600 ns
+	 * floor. User space derives the device and system-vector totals and
+	 * the IPI family from them (collector::bpf::read::acct_from). */
+	struct nt_intr intr[NT_NR_INTR];
+	/* Of the interruptions above, by class: those that landed inside a
+	 * stolen softirq run. Their untraced entry/exit cost lies within that
+	 * run's span, so STOLEN already holds it. */
+	__u64 in_softirq[NT_NR_INTR];
 	/* Of the softirq runs: those in NT_CTX_STOLEN (each has an untraced
 	 * entry/exit cost the task pays for someone else). */
 	__u64 softirq_stolen_count;
-	/* Of the interruptions above, by NT_INTR_* class: those that landed
-	 * inside a stolen softirq run. Their untraced entry/exit cost lies
-	 * within that run's span, so STOLEN already holds it. */
-	__u64 in_softirq[NT_NR_INTR];
-	/* Of ipi_count: TLB shootdowns and reschedule IPIs (their own
-	 * calibrated costs; the rest of ipi_count is the plain IPI class). */
-	__u64 tlb_count;
-	__u64 resched_count;
-	/* Handler time of the plain IPIs (ipi_count less tlb_count and
-	 * resched_count): per IPI, it tells the host's way of delivering
-	 * interrupts apart (on the development VM ~270 ns in one state,
-	 * ~480 ns in the other, where each IPI hides ~1.3 us more). */
-	__u64 ipi_ns;
-	/* Handler time of the TLB shootdowns (tlb_count): the same sign for a
-	 * task whose IPIs are nearly all shootdowns (~470 and ~870 ns). */
-	__u64 tlb_ns;
-	/* Handler time of the local timer interrupts (timer_count): with the
-	 * hypervisor slowed down, handler and untraced cost grow together. */
-	__u64 timer_ns;
+	__u64 softirq_ns[NT_NR_CTX][NT_NR_SOFTIRQS];
+	__u64 softirq_count[NT_NR_SOFTIRQS];
 	/* Socket traffic the task moved itself, and the receive processing
 	 * spent delivering to sockets it reads (its share of the NET_RX runs
 	 * that delivered to them, wherever they ran): kept here so a
@@ -225,6 +216,15 @@ struct nt_task_rec {
 
 /* Per-CPU cumulative counters (PERCPU_ARRAY, one slot). */
 struct nt_cpu {
+	/* First the words every interruption touches, next to the account's
+	 * own (see nt_acct). */
+	/* runs of each handler on this CPU, by NT_RUN_* (see there) */
+	__u64 runs[NT_NR_RUNS];
+	/* Call-function IPIs that raised NET_RX here (RPS handing packets
+	 * over) and their handler time: each is the next NET_RX run's, and
+	 * shared out with it, so rx_ns adds up to net_rx_ns + rps_ipi_ns. */
+	__u64 rps_ipi_ns;
+	__u64 rps_ipis;
 	struct nt_acct acct;
 	/* NET_RX and napi, see model::raw::CpuNet */
 	__u64 net_rx_actions;
@@ -247,8 +247,6 @@ struct nt_cpu {
 	__u64 flush_deferred;
 	/* softirq runs whose raise was not seen (collector attached meanwhile) */
 	__u64 unknown_raise;
-	/* runs of each handler on this CPU, by NT_RUN_* (see there) */
-	__u64 runs[NT_NR_RUNS];
 	/* This CPU's NET_RX time (net_rx_ns, all contexts) split by
 	 * NT_RX_*, and the units (deliveries, drops, forwards, XDP actions)
 	 * it was split over; the buckets add up to net_rx_ns but for
@@ -258,11 +256,6 @@ struct nt_cpu {
 	/* Of rx_ns[NT_RX_DELIVERED]: charged to no task (the reader's
 	 * record was gone, or a run had more than NT_RUN_READERS readers). */
 	__u64 caused_lost_ns;
-	/* Call-function IPIs that raised NET_RX here (RPS handing packets
-	 * over) and their handler time: each is the next NET_RX run's, and
-	 * shared out with it, so rx_ns adds up to net_rx_ns + rps_ipi_ns. */
-	__u64 rps_ipi_ns;
-	__u64 rps_ipis;
 };
 
 /* Who read a socket last (sock:sock_recv_length): the task its receive

@@ -1,5 +1,6 @@
 //! Loads `bpf/testing/floor.bpf.c` (empty and clock-only programs on the
-//! tracepoints of an RPS interruption, empty ones on the socket traffic
+//! tracepoints of an RPS interruption, the system-vector pairs on every
+//! vector nettop traces, empty ones on the socket traffic
 //! tracepoints) for the floor benchmarks (`bench/collector.sh floor`,
 //! `bench/traffic.sh`). Prints `attached` and holds the programs
 //! until its standard input closes.
@@ -41,6 +42,32 @@ fn main() -> ExitCode {
     if let Err(e) = skel.attach() {
         eprintln!("bpf_floor: attaching: {e}");
         return ExitCode::from(2);
+    }
+    // The system-vector pairs go where nettop's shared pair goes: every
+    // entry/exit this kernel has.
+    let mut links = Vec::new();
+    let progs = &skel.progs;
+    for kind in nettop::collector::bpf::SYSVEC_KINDS {
+        for (prog, end) in [
+            (&progs.empty_ipi_in, "entry"),
+            (&progs.clock_ipi_in, "entry"),
+            (&progs.empty_ipi_out, "exit"),
+            (&progs.clock_ipi_out, "exit"),
+        ] {
+            let tp = format!("{kind}_{end}");
+            if !std::path::Path::new(&format!("/sys/kernel/tracing/events/irq_vectors/{tp}"))
+                .exists()
+            {
+                continue;
+            }
+            match prog.attach_raw_tracepoint(&tp) {
+                Ok(l) => links.push(l),
+                Err(e) => {
+                    eprintln!("bpf_floor: attaching raw_tp/{tp}: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
     }
     println!("attached");
     let _ = std::io::stdin().read_to_end(&mut Vec::new());

@@ -37,10 +37,13 @@ static __always_inline int stamp(int i)
 	return 0;
 }
 
-SEC("tp_btf/call_function_single_entry")
-int BPF_PROG(empty_ipi_in) { return 0; }
-SEC("tp_btf/call_function_single_exit")
-int BPF_PROG(empty_ipi_out) { return 0; }
+/* System vectors: raw_tp pairs that user space attaches to every
+ * irq_vectors entry/exit nettop attaches its own pair to, so the floor
+ * averages over the same mix of vectors (RPS IPIs, reschedules, timers). */
+SEC("raw_tp")
+int empty_ipi_in(struct bpf_raw_tracepoint_args *ctx) { return 0; }
+SEC("raw_tp")
+int empty_ipi_out(struct bpf_raw_tracepoint_args *ctx) { return 0; }
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(empty_raise) { return 0; }
 SEC("tp_btf/softirq_entry")
@@ -50,10 +53,10 @@ int BPF_PROG(empty_si_out) { return 0; }
 SEC("tp_btf/napi_poll")
 int BPF_PROG(empty_napi) { return 0; }
 
-SEC("tp_btf/call_function_single_entry")
-int BPF_PROG(clock_ipi_in) { return stamp(0); }
-SEC("tp_btf/call_function_single_exit")
-int BPF_PROG(clock_ipi_out) { return stamp(1); }
+SEC("raw_tp")
+int clock_ipi_in(struct bpf_raw_tracepoint_args *ctx) { return stamp(0); }
+SEC("raw_tp")
+int clock_ipi_out(struct bpf_raw_tracepoint_args *ctx) { return stamp(1); }
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(clock_si_in) { return stamp(2); }
 SEC("tp_btf/softirq_exit")

@@ -366,15 +366,11 @@ mod tests {
         // Process mode: a thread's record carries only what its process sums.
         let mut worker = rec(10, 11, 30_000_000);
         worker.rec_flags = REC_ACCT;
-        let own = types::nt_acct {
-            hardirq_ns: 5,
-            hardirq_count: 1,
-            ..Default::default()
-        };
-        let gone = types::nt_acct {
-            sysvec_ns: 7,
-            ..Default::default()
-        };
+        // A device interrupt of 5 ns; a timer interrupt of 7 ns.
+        let mut own = types::nt_acct::default();
+        (own.intr[0].count, own.intr[0].ns) = (1, 5);
+        let mut gone = types::nt_acct::default();
+        gone.intr[1].ns = 7;
         let mut buf = bytes_of(&leader);
         buf.extend(bytes_of(&own));
         buf.extend(bytes_of(&gone));

@@ -209,7 +209,9 @@ pub struct CpuHealth {
     pub unknown_raise: u64,
 }
 
-/// System vector kinds in the order of `enum nt_sysvec` in the BPF program.
+/// The x86 system vectors whose `irq_vectors:NAME_entry`/`_exit` pair
+/// the shared `sysvec_in`/`sysvec_out` programs attach to (the programs
+/// take the kind from the vector number, not from this list).
 pub const SYSVEC_KINDS: [&str; 12] = [
     "local_timer",
     "reschedule",
