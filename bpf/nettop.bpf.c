@@ -321,37 +321,31 @@ static __always_inline void acct_add_words(struct nt_acct *dst, const struct nt_
 	}
 }
 
-static __always_inline void acct_add_atomic(struct nt_acct *dst, const struct nt_acct *src)
-{
-	acct_add_words(dst, src, 0, ACCT_WORDS);
-}
-
 /*
- * The words of an account each slot writes: the hardirq slot's (count_intr)
- * come first, the softirq slot's (on_softirq_exit) next. A slot's flush
- * adds and clears only its own words, a tenth of the account for the
- * hardirq slot: a flush runs whenever the interrupted task changes.
+ * The words of an account a slot writes (count_intr, on_softirq_exit) come
+ * first: a flush adds and clears those, not the socket traffic words
+ * after them that only the task records get.
  */
-#define ACCT_HI_END (__builtin_offsetof(struct nt_acct, softirq_stolen_count) / 8)
-#define ACCT_SI_END (__builtin_offsetof(struct nt_acct, io) / 8)
+#define ACCT_SLOT_END (__builtin_offsetof(struct nt_acct, io) / 8)
 _Static_assert(__builtin_offsetof(struct nt_acct, intr) == 0 &&
-		       __builtin_offsetof(struct nt_acct, in_softirq) < ACCT_HI_END * 8 &&
-		       __builtin_offsetof(struct nt_acct, softirq_ns) < ACCT_SI_END * 8 &&
-		       __builtin_offsetof(struct nt_acct, softirq_count) < ACCT_SI_END * 8,
-	       "the slots' words must be [0, ACCT_HI_END) and [ACCT_HI_END, ACCT_SI_END)");
+		       __builtin_offsetof(struct nt_acct, in_softirq) < ACCT_SLOT_END * 8 &&
+		       __builtin_offsetof(struct nt_acct, softirq_ns) < ACCT_SLOT_END * 8 &&
+		       __builtin_offsetof(struct nt_acct, softirq_count) < ACCT_SLOT_END * 8,
+	       "the words a slot writes must come before io");
 
 /*
- * Adds an exited thread's accounting to its process's `exited` record
+ * Adds an exited thread's accounting, its first `words` words (a slot's
+ * batch has nothing after ACCT_SLOT_END), to its process's `exited` record
  * (created on the first exit; restarted when the TGID now belongs to a
  * newer process).
  */
 static __always_inline void exited_add(__u32 tgid, __u64 leader_start, const struct nt_acct *a,
-				       struct nt_task *scratch)
+				       int words, struct nt_task *scratch)
 {
 	struct nt_task *e = bpf_map_lookup_elem(&exited, &tgid);
 
 	if (e && e->start_boottime == leader_start) {
-		acct_add_atomic(&e->acct, a);
+		acct_add_words(&e->acct, a, 0, words);
 		return;
 	}
 	if (e && e->start_boottime > leader_start)
@@ -377,45 +371,53 @@ static __always_inline bool tomb_claims(__u32 tid, struct nt_task *v)
 
 	if (!tb || tb->start_boottime != start)
 		return false;
-	exited_add(tb->tgid, tb->leader_start_boottime, &v->acct, v);
+	exited_add(tb->tgid, tb->leader_start_boottime, &v->acct, ACCT_SLOT_END, v);
 	v->start_boottime = start;
 	v->tgid = tgid;
 	return true;
 }
 
-/* Moves a slot's batch, words [lo, hi) of its account, into the task hash.
- * Caller holds s->busy. */
-static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs, int lo, int hi)
+/* Moves a slot's batch into the task hash. Caller holds s->busy. The
+ * batch is added at one place only: each copy of the add is ~60 words the
+ * verifier walks again in every program that can flush. */
+static __always_inline void flush_slot_body(struct slot *s, struct nt_cpu *cs)
 {
 	struct nt_task *t;
 	__u32 tid = s->tid;
+	__u64 start = s->val.start_boottime;
 	long err;
 
 	if (!s->dirty)
 		return;
 	t = bpf_map_lookup_elem(&tasks, &tid);
-	if (t && t->start_boottime == s->val.start_boottime) {
-		acct_add_words(&t->acct, &s->val.acct, lo, hi);
-	} else if (t && t->start_boottime > s->val.start_boottime) {
+	if (t && t->start_boottime == start) {
+		/* The task's record: the batch is added below. */
+	} else if (t && t->start_boottime > start) {
 		/* The TID already belongs to a newer task: this batch is from a
 		 * task that exited; its time is no longer anybody's. */
+		t = NULL;
 	} else if (tomb_claims(tid, &s->val)) {
 		/* The task exited after this batch was taken on this CPU: its
 		 * process keeps the time, as the kernel keeps exited threads'. */
+		t = NULL;
 	} else {
 		/* First batch of this task, or the TID was reused by a newer
 		 * task: (re)start the record from this batch. */
 		err = bpf_map_update_elem(&tasks, &tid, &s->val, t ? BPF_EXIST : BPF_NOEXIST);
+		t = NULL;
 		if (err == -EEXIST) {
+			/* Another CPU inserted it first: add to that. */
 			t = bpf_map_lookup_elem(&tasks, &tid);
-			if (t && t->start_boottime == s->val.start_boottime)
-				acct_add_words(&t->acct, &s->val.acct, lo, hi);
+			if (t && t->start_boottime != start)
+				t = NULL;
 		} else if (err) {
 			__sync_fetch_and_add(&cs->map_full, 1);
 			__sync_fetch_and_add(&cs->map_full_ns, acct_total_ns(&s->val.acct));
 		}
 	}
-	__builtin_memset((__u64 *)&s->val.acct + lo, 0, (hi - lo) * sizeof(__u64));
+	if (t)
+		acct_add_words(&t->acct, &s->val.acct, 0, ACCT_SLOT_END);
+	__builtin_memset(&s->val.acct, 0, ACCT_SLOT_END * sizeof(__u64));
 	s->dirty = 0;
 }
 
@@ -432,10 +434,7 @@ __noinline int nt_flush_slot(__u32 idx)
 
 	if (!pc)
 		return 0;
-	if (idx == SLOT_HARDIRQ)
-		flush_slot_body(&pc->slot[SLOT_HARDIRQ], &pc->stats, 0, ACCT_HI_END);
-	else
-		flush_slot_body(&pc->slot[SLOT_SOFTIRQ], &pc->stats, ACCT_HI_END, ACCT_SI_END);
+	flush_slot_body(&pc->slot[idx & 1], &pc->stats);
 	return 0;
 }
 
@@ -1655,7 +1654,7 @@ static __always_inline int on_task_exit(struct task_struct *p, bool typed)
 		t = io_to_record(pc, p, t, tid, tgid, tomb.start_boottime);
 	if (t) {
 		if (!group_dead)
-			exited_add(tgid, tomb.leader_start_boottime, &t->acct, t);
+			exited_add(tgid, tomb.leader_start_boottime, &t->acct, ACCT_WORDS, t);
 		bpf_map_delete_elem(&tasks, &tid);
 	}
 	if (group_dead)

@@ -61,6 +61,36 @@ fn pid_filter_keeps_ksoftirqd() {
     assert_eq!(tasks.iter().map(|t| t.tid).collect::<Vec<_>>(), vec![9, 15]);
 }
 
+/// Start-up finds ksoftirqd among kthreadd's children, without listing
+/// /proc (which steps over every thread on the host), and lists /proc when
+/// PID 2 is not kthreadd (a child PID namespace) or names none.
+#[test]
+fn ksoftirqd_from_kthreadds_children() {
+    let tids = |r: &Sysroot| -> Vec<u32> {
+        let mut t: Vec<u32> = procfiles::read_ksoftirqd(r)
+            .unwrap()
+            .iter()
+            .map(|t| t.tid)
+            .collect();
+        t.sort_unstable();
+        t
+    };
+    let d = common::fixture_copy("proc/modern");
+    let r = Sysroot::new(d.path().to_path_buf());
+    assert_eq!(tids(&r), [9, 15], "no PID 2: the listing");
+    let kthreadd = d.path().join("proc/2");
+    std::fs::create_dir_all(kthreadd.join("task/2")).unwrap();
+    std::fs::write(kthreadd.join("comm"), "kthreadd\n").unwrap();
+    // Lists 9, not 15: what is found came from the children.
+    std::fs::write(kthreadd.join("task/2/children"), "3 9 100 ").unwrap();
+    assert_eq!(tids(&r), [9]);
+    std::fs::write(kthreadd.join("comm"), "bash\n").unwrap();
+    assert_eq!(tids(&r), [9, 15], "PID 2 is not kthreadd: the listing");
+    std::fs::write(kthreadd.join("comm"), "kthreadd\n").unwrap();
+    std::fs::write(kthreadd.join("task/2/children"), "3 100").unwrap();
+    assert_eq!(tids(&r), [9, 15], "no ksoftirqd among them: the listing");
+}
+
 #[test]
 fn ksoftirqd_map_only_kernel_threads() {
     let r = root("modern");
