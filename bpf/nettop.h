@@ -97,8 +97,7 @@ struct nt_sock_io {
 	__u64 tx_calls[NT_NR_PROTO];
 };
 
-/* Interruptions of one class and their handler time: one class's two
- * words side by side, in one cache line. */
+/* Interruptions of one class and their handler time, side by side. */
 struct nt_intr {
 	__u64 count;
 	__u64 ns;
@@ -108,10 +107,10 @@ struct nt_intr {
 struct nt_acct {
 	/* Outermost interruptions by NT_INTR_* class, and their handler
 	 * time. Indexed by class, an interruption's exit is two adds, not a
-	 * branch per class, and the words it writes share a cache line: it
-	 * runs tens of thousands of times a second against a ~600 ns
-	 * floor. User space derives the device and system-vector totals and
-	 * the IPI family from them (collector::bpf::read::acct_from). */
+	 * branch per total and per class: it runs tens of thousands of times
+	 * a second. User space derives the device and system-vector totals
+	 * and the IPI family (collector::bpf::read::acct_from), the model's
+	 * account (sample::IrqAcct says what each tells). */
 	struct nt_intr intr[NT_NR_INTR];
 	/* Of the interruptions above, by class: those that landed inside a
 	 * stolen softirq run. Their untraced entry/exit cost lies within that
@@ -216,8 +215,6 @@ struct nt_task_rec {
 
 /* Per-CPU cumulative counters (PERCPU_ARRAY, one slot). */
 struct nt_cpu {
-	/* First the words every interruption touches, next to the account's
-	 * own (see nt_acct). */
 	/* runs of each handler on this CPU, by NT_RUN_* (see there) */
 	__u64 runs[NT_NR_RUNS];
 	/* Call-function IPIs that raised NET_RX here (RPS handing packets
