@@ -55,9 +55,10 @@ fn main() -> ExitCode {
             (&progs.clock_ipi_out, "exit"),
         ] {
             let tp = format!("{kind}_{end}");
-            if !std::path::Path::new(&format!("/sys/kernel/tracing/events/irq_vectors/{tp}"))
-                .exists()
-            {
+            let present = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+                .iter()
+                .any(|t| std::path::Path::new(&format!("{t}/events/irq_vectors/{tp}")).exists());
+            if !present {
                 continue;
             }
             match prog.attach_raw_tracepoint(&tp) {
@@ -68,6 +69,10 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+    if links.is_empty() {
+        eprintln!("bpf_floor: no irq_vectors tracepoint found in tracefs (x86 only)");
+        return ExitCode::from(2);
     }
     println!("attached");
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
