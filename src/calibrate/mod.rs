@@ -41,7 +41,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::collector::Collector;
 use crate::collector::bpf::{BpfCollector, BpfOptions};
-use crate::sample::calibration::{Calibration, CalibrationKey, NOISY_SPREAD};
+use crate::sample::calibration::{Calibration, CalibrationKey};
 use crate::sample::{HostInfo, Regime};
 use crate::sys::clock::thread_cputime_ns;
 use crate::sys::sysroot::Sysroot;
@@ -181,7 +181,7 @@ pub fn measure_on(
             c
         }
     };
-    if c.noise() > NOISY_SPREAD {
+    if c.noisy() {
         c.notes.push(format!(
             "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
              this was measured; `nettop --calibrate` again when it is quieter",

@@ -269,11 +269,17 @@ impl Calibration {
         self.resched.basis != Basis::Measured && self.resched_woken_ns > 0.0
     }
 
-    /// The host disturbed this measurement beyond what a quiet one spreads
-    /// ([`NOISY_SPREAD`]), or spoiled a class it induced: its costs may be
-    /// a busy moment's.
+    /// The host spread this measurement beyond what a quiet one spreads
+    /// ([`NOISY_SPREAD`]).
+    pub fn noisy(&self) -> bool {
+        self.noise() > NOISY_SPREAD
+    }
+
+    /// The host disturbed this measurement: it is [`noisy`](Self::noisy),
+    /// or the host spoiled a class it induced. Its costs may be a busy
+    /// moment's.
     pub fn disturbed(&self) -> bool {
-        self.noise() > NOISY_SPREAD || self.resched_spoiled()
+        self.noisy() || self.resched_spoiled()
     }
 
     /// What disturbed this table, for a note: its spread, and a class

@@ -14,7 +14,7 @@ mod state;
 
 pub use state::state_note;
 
-use crate::sample::calibration::{Basis, Calibration, IpiState, NOISY_SPREAD};
+use crate::sample::calibration::{Basis, Calibration, IpiState};
 use crate::sample::{IrqAcct, NR_INTR_CLASSES, Regime};
 
 /// The timer's and the reschedule class's index in [`class_counts`].
@@ -225,7 +225,7 @@ fn age(ms: u64) -> String {
 /// HIDDEN~ line says which). Empty otherwise.
 pub fn warning(c: &Calibration, unknown_state: bool) -> String {
     let mut why = Vec::new();
-    if c.noise() > NOISY_SPREAD {
+    if c.noisy() {
         why.push(format!(
             "the host disturbed the calibration (spread up to {:.0} % of a cost, 1-5 % when quiet)",
             100.0 * c.noise()
