@@ -183,9 +183,9 @@ pub fn measure_on(
     };
     if c.noisy() {
         c.notes.push(format!(
-            "spread up to {:.0} % of a cost (1-5 % on a quiet host): the host was busy while \
-             this was measured; `nettop --calibrate` again when it is quieter",
-            100.0 * c.noise()
+            "{} (1-5 % on a quiet host): the host was busy while this was measured; \
+             `nettop --calibrate` again when it is quieter",
+            c.spread_words()
         ));
     }
     c.wall_ms = t0.elapsed().as_secs_f64() * 1e3;

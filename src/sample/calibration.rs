@@ -282,10 +282,15 @@ impl Calibration {
         self.noisy() || self.resched_spoiled()
     }
 
+    /// Its spread, as the notes and warnings word it.
+    pub fn spread_words(&self) -> String {
+        format!("spread up to {:.0} % of a cost", 100.0 * self.noise())
+    }
+
     /// What disturbed this table, for a note: its spread, and a class
     /// the host spoiled.
     pub fn trouble(&self) -> String {
-        let spread = format!("spread up to {:.0} % of a cost", 100.0 * self.noise());
+        let spread = self.spread_words();
         if self.resched_spoiled() {
             format!("{spread}, too few clean wake-ups to price reschedule IPIs")
         } else {

@@ -227,8 +227,8 @@ pub fn warning(c: &Calibration, unknown_state: bool) -> String {
     let mut why = Vec::new();
     if c.noisy() {
         why.push(format!(
-            "the host disturbed the calibration (spread up to {:.0} % of a cost, 1-5 % when quiet)",
-            100.0 * c.noise()
+            "the host disturbed the calibration ({}, 1-5 % when quiet)",
+            c.spread_words()
         ));
     }
     if c.resched_spoiled() {
