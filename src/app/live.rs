@@ -48,16 +48,22 @@ impl DeviceConfigSource {
     }
 
     /// The configuration as of at most [`CONFIG_REFRESH`] ago.
-    pub fn current(&mut self) -> Option<Arc<HostTopology>> {
+    /// `processes`: every process on the host, when the caller has them
+    /// (`LoadOptions::processes`).
+    pub fn current(
+        &mut self,
+        processes: impl FnOnce() -> Option<Vec<u32>>,
+    ) -> Option<Arc<HostTopology>> {
         if self.at.is_none_or(|t| t.elapsed() >= CONFIG_REFRESH) {
             self.at = Some(Instant::now());
+            self.opts.processes = processes();
             self.topo = crate::topology::load_devices(&self.opts).ok().map(Arc::new);
         }
         self.topo.clone()
     }
 
-    pub fn attach(&mut self, frame: &mut Frame) {
-        if let Some(t) = self.current() {
+    pub fn attach(&mut self, frame: &mut Frame, processes: impl FnOnce() -> Option<Vec<u32>>) {
+        if let Some(t) = self.current(processes) {
             frame.attach_config(&t);
         }
     }
@@ -118,7 +124,7 @@ impl LiveFrames {
         let cur = self.col.sample()?;
         let mut frame = crate::model::compute(self.col.host(), &self.prev, &cur);
         if let Some(c) = self.config.as_mut() {
-            c.attach(&mut frame);
+            c.attach(&mut frame, || self.col.process_ids(&cur));
         }
         let wanted = self
             .again

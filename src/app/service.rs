@@ -85,7 +85,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<u8> {
             src.host().clone(),
             crate::metrics::openmetrics::Options {
                 // Counters are per sample; the configuration as of start.
-                topology: DeviceConfigSource::new(options::topology(cli)).current(),
+                topology: DeviceConfigSource::new(options::topology(cli)).current(|| None),
                 ..options::metrics(cli)
             },
             std::sync::Arc::clone(&stop),

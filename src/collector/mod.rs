@@ -225,7 +225,22 @@ impl Collector {
             note: devices_note,
             gap: devices_gap,
         } = netdev::read_devices(root);
-        let others = self.netns.read(root, self.seq, &mut devices);
+        // Every process, when this pass has them all: the namespaces they
+        // hold are then found without listing /proc again.
+        let processes = || {
+            self.opts.pids.is_empty().then(|| {
+                let mut v: Vec<u32> = if sampled {
+                    let unseen = unseen_threads.iter().map(|t| t.tgid);
+                    procs.iter().map(|p| p.tgid).chain(unseen).collect()
+                } else {
+                    tasks.iter().map(|t| t.tgid).collect()
+                };
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+        };
+        let others = self.netns.read(root, self.seq, &mut devices, processes);
         devices.extend(others.devices);
         // Own namespace first: its gap is the larger one.
         let devices_incomplete = match (devices_gap, others.gap) {
@@ -358,6 +373,15 @@ impl Collector {
         // safe to print before any front end or recording sees them.
         sample.sanitize();
         Ok(sample)
+    }
+
+    /// Every process in `sample`, one of this collector's, when it has
+    /// them all: `None` when `-p` left some out.
+    pub fn process_ids(&self, sample: &RawSample) -> Option<Vec<u32>> {
+        self.opts
+            .pids
+            .is_empty()
+            .then(|| sample.procs.iter().map(|p| p.tgid).collect())
     }
 }
 

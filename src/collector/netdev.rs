@@ -176,7 +176,15 @@ impl OtherNamespaces {
     /// root), and a note when some could not be read. Also stamps
     /// `own`'s devices with nettop's namespace inode, so napi instances
     /// (which carry the inode) find them.
-    pub fn read(&mut self, root: &Sysroot, seq: u64, own: &mut [RawDevice]) -> DeviceRead {
+    /// `processes`: every process on the host, when the caller has them
+    /// (`netns::enumerate_live`).
+    pub fn read(
+        &mut self,
+        root: &Sysroot,
+        seq: u64,
+        own: &mut [RawDevice],
+        processes: impl FnOnce() -> Option<Vec<u32>>,
+    ) -> DeviceRead {
         use crate::sys::netns;
         let mut out = DeviceRead::default();
         if !root.is_live() {
@@ -198,7 +206,7 @@ impl OtherNamespaces {
             return out;
         }
         if self.read_at.is_none_or(|at| seq >= at + NETNS_REFRESH) {
-            (self.found, self.hidden) = netns::enumerate_live_and_hidden();
+            (self.found, self.hidden) = netns::enumerate_live_and_hidden(processes().as_deref());
             self.own_inode = netns::own_inode().unwrap_or(0);
             self.read_at = Some(seq);
         }

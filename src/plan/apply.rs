@@ -77,7 +77,7 @@ fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> anyhow::Result<T> + Send) -> any
     if ns.is_empty() {
         return f();
     }
-    let found = netns::enumerate_live()
+    let found = netns::enumerate_live(None)
         .into_iter()
         .find(|n| n.info.name == ns)
         .ok_or_else(|| anyhow::anyhow!("network namespace {ns:?} is gone"))?;

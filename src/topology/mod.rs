@@ -72,6 +72,11 @@ pub struct LoadOptions {
     /// has them (the task sampler): the scan then reads per-process files
     /// only, not two files per thread. `None`: walk /proc.
     pub known_threads: Option<Vec<RawTask>>,
+    /// Every process on the host, when the caller has the list: the
+    /// namespaces processes hold are then found without listing /proc
+    /// (`netns::enumerate_live`). `None`: from `known_threads`, else
+    /// /proc.
+    pub processes: Option<Vec<u32>>,
 }
 
 impl LoadOptions {
@@ -108,6 +113,7 @@ impl LoadOptions {
             cpu_source,
             sample,
             known_threads: None,
+            processes: None,
         }
     }
 }
@@ -120,7 +126,8 @@ impl LoadOptions {
 pub fn load_devices(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     let root = &opts.sysroot;
     let mut topo = HostTopology::of(root);
-    load_network(root, &hw::NicLocality::new(), &mut topo)?;
+    let processes = opts.processes.as_deref();
+    load_network(root, &hw::NicLocality::new(), processes, &mut topo)?;
     crate::sys::sanitize::Untrusted::sanitize(&mut topo);
     Ok(topo)
 }
@@ -131,6 +138,7 @@ pub fn load_devices(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
 fn load_network(
     root: &Sysroot,
     locality: &hw::NicLocality,
+    processes: Option<&[u32]>,
     topo: &mut HostTopology,
 ) -> anyhow::Result<()> {
     topo.irqs = sysfs::load_irqs(root, &mut topo.notes)?;
@@ -143,13 +151,18 @@ fn load_network(
     )?;
     xdp::fill(root, &mut topo.nics, &mut topo.notes);
     ethtool::fill(root, &mut topo.nics, &mut topo.notes);
-    load_other_namespaces(root, locality, topo);
+    load_other_namespaces(root, locality, processes, topo);
     Ok(())
 }
 
 /// NICs of every other network namespace, appended to `topo.nics`; see
 /// [`netns`]. Never fails: a namespace that cannot be read becomes a note.
-fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTopology) {
+fn load_other_namespaces(
+    root: &Sysroot,
+    hw: &hw::NicLocality,
+    processes: Option<&[u32]>,
+    topo: &mut HostTopology,
+) {
     type NsRead = (Vec<Nic>, Vec<Irq>, Vec<String>);
     let read = |nsroot: &Sysroot, proc_net: &str, netns: &str, irqs: &[Irq]| -> NsRead {
         let mut irqs = irqs.to_vec();
@@ -185,7 +198,7 @@ fn load_other_namespaces(root: &Sysroot, hw: &hw::NicLocality, topo: &mut HostTo
         return;
     }
     let mut failed = Vec::new();
-    for found in netns::enumerate_live() {
+    for found in netns::enumerate_live(processes) {
         let name = found.info.name.clone();
         let irqs = topo.irqs.clone();
         let live = Sysroot::new("/");
@@ -249,7 +262,14 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     };
 
     topo.host = sysfs::load_host(root, &mut topo.notes)?;
-    load_network(root, &cpus.nic_locality, &mut topo)?;
+    let processes = opts.processes.clone().or_else(|| {
+        let threads = opts.known_threads.as_deref()?;
+        let mut v: Vec<u32> = threads.iter().map(|t| t.tgid).collect();
+        v.sort_unstable();
+        v.dedup();
+        Some(v)
+    });
+    load_network(root, &cpus.nic_locality, processes.as_deref(), &mut topo)?;
     let scan = threads::load_threads(
         root,
         &topo.online,

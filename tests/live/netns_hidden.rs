@@ -11,7 +11,7 @@
 use crate::common;
 use crate::common::tier::Need;
 
-use nettop::sys::netns::enumerate_live_and_hidden;
+use nettop::sys::netns::{enumerate_live, enumerate_live_and_hidden};
 
 const T: &str = "namespaces_nettop_cannot_list_are_counted";
 
@@ -94,13 +94,18 @@ fn namespaces_nettop_cannot_list_are_counted() {
         "the sleeper has no namespace of its own"
     );
     // Privileged: listed by its process, nothing hidden.
-    let (found, hidden) = enumerate_live_and_hidden();
+    let (found, hidden) = enumerate_live_and_hidden(None);
     assert!(
         found.iter().any(|f| f.info.pid == Some(pid)),
         "{:?}",
         found.iter().map(|f| &f.info.name).collect::<Vec<_>>()
     );
     assert_eq!(hidden, 0);
+    // A caller's process list is what is looked at, not /proc's.
+    let given = enumerate_live(Some(&[pid]));
+    assert!(given.iter().any(|f| f.info.pid == Some(pid)));
+    let none = enumerate_live(Some(&[]));
+    assert!(!none.iter().any(|f| f.info.pid == Some(pid)));
     // Without capabilities its link is unreadable: it must be counted.
     let (found, hidden) = std::thread::spawn(|| {
         drop_effective_caps();
@@ -108,7 +113,7 @@ fn namespaces_nettop_cannot_list_are_counted() {
             std::fs::read_link("/proc/1/ns/net").is_err(),
             "PID 1's link still readable without capabilities"
         );
-        enumerate_live_and_hidden()
+        enumerate_live_and_hidden(None)
     })
     .join()
     .unwrap();

@@ -38,6 +38,6 @@ pub use system::{
     read_softnet,
 };
 pub use task::{
-    StatFields, find_ksoftirqd, list_pids, page_size, parse_schedstat, parse_stat, parse_statm,
-    parse_status, process_totals, read_ksoftirqd, read_processes, read_tasks,
+    StatFields, count_threads, find_ksoftirqd, list_pids, page_size, parse_schedstat, parse_stat,
+    parse_statm, parse_status, process_totals, read_ksoftirqd, read_processes, read_tasks,
 };

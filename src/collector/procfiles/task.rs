@@ -410,6 +410,13 @@ pub fn list_pids(root: &Sysroot) -> Result<Vec<u32>> {
     numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))
 }
 
+/// How many threads process `pid` has now (its task/ entries); `None`
+/// when it does not exist.
+pub fn count_threads(root: &Sysroot, pid: u32) -> Option<usize> {
+    let dir = root.proc().join(pid.to_string()).join("task");
+    std::fs::read_dir(dir).ok().map(Iterator::count)
+}
+
 /// Process totals for the /proc path, one row per process in `threads`
 /// (sorted by TGID, as `read_tasks` returns them). utime/stime come from
 /// /proc/PID/stat, which counts the group's exited threads as top sees
