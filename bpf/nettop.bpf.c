@@ -1871,7 +1871,7 @@ join:
 		else
 			e = NULL;
 	}
-	bpf_seq_write(seq, &r, sizeof(r));
+	bpf_seq_write(seq, &r, r.rec_flags & NT_REC_FULL ? sizeof(r) : NT_REC_HEAD_LEN);
 	if (t)
 		bpf_seq_write(seq, &t->acct, sizeof(t->acct));
 	if (e)

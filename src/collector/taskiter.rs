@@ -20,6 +20,8 @@ const REC_ACCT: u32 = 1;
 const REC_EXITED: u32 = 2;
 const REC_FULL: u32 = 4;
 const REC_MM: u32 = 8;
+/// `NT_REC_HEAD_LEN`: the bytes a record without `REC_FULL` has.
+const REC_HEAD_LEN: usize = std::mem::offset_of!(types::nt_task_rec, ppid);
 /// `MAX_RT_PRIO` and `NICE_TO_PRIO(0)` in include/linux/sched/prio.h:
 /// /proc's priority and nice are `prio` and `static_prio` less these.
 const MAX_RT_PRIO: i32 = 100;
@@ -162,6 +164,19 @@ impl AffinityCache {
     }
 }
 
+/// The record at the start of `bytes`: a head alone (`REC_HEAD_LEN`
+/// bytes, the rest zero) unless its flags say it is full.
+fn record(bytes: &[u8]) -> Option<types::nt_task_rec> {
+    let head = bytes.get(..REC_HEAD_LEN)?;
+    let mut whole = [0u8; std::mem::size_of::<types::nt_task_rec>()];
+    whole[..REC_HEAD_LEN].copy_from_slice(head);
+    let r = from_bytes::<types::nt_task_rec>(&whole)?;
+    if r.rec_flags & REC_FULL == 0 {
+        return Some(r);
+    }
+    from_bytes::<types::nt_task_rec>(bytes)
+}
+
 /// Decodes one pass. Truncated trailing bytes count as one bad record.
 pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
     let rec_len = std::mem::size_of::<types::nt_task_rec>();
@@ -178,11 +193,15 @@ pub fn decode(bytes: &[u8], opts: &DecodeOptions<'_>) -> TaskSet {
     }
     let mut off = 0usize;
     while off < bytes.len() {
-        let Some(r) = bytes.get(off..).and_then(from_bytes::<types::nt_task_rec>) else {
+        let Some(r) = bytes.get(off..).and_then(record) else {
             out.bad_records += 1;
             break;
         };
-        off += rec_len;
+        off += if r.rec_flags & REC_FULL != 0 {
+            rec_len
+        } else {
+            REC_HEAD_LEN
+        };
         out.records += 1;
         let mut take_acct = |flag: u32| -> Option<IrqAcct> {
             if r.rec_flags & flag == 0 {
@@ -363,9 +382,9 @@ mod tests {
         leader.rec_flags = REC_FULL | REC_ACCT | REC_EXITED | REC_MM;
         (leader.vm_pages, leader.rss_anon, leader.rss_shared) = (1000, 300, 20);
         (leader.prio, leader.static_prio) = (115, 115);
-        // Process mode: a thread's record carries only what its process sums.
+        // With thread rows every record is full.
         let mut worker = rec(10, 11, 30_000_000);
-        worker.rec_flags = REC_ACCT;
+        worker.rec_flags = REC_FULL | REC_ACCT;
         // A device interrupt of 5 ns; a timer interrupt of 7 ns.
         let mut own = types::nt_acct::default();
         (own.intr[0].count, own.intr[0].ns) = (1, 5);
@@ -417,15 +436,27 @@ mod tests {
         let set = decode(&bytes_of(&kt), &opts);
         assert_eq!((set.procs[0].mem, set.threads[0].mem), (None, None));
 
-        // Process mode builds no thread rows; a truncated tail is reported.
-        let set = decode(
-            &buf[..buf.len() - 3],
-            &DecodeOptions {
-                threads: false,
-                ..opts
-            },
-        );
+        // Process mode: a thread other than the leader sends only the
+        // head, which is what its process sums; no thread rows.
+        let procs_only = DecodeOptions {
+            threads: false,
+            ..opts
+        };
+        worker.rec_flags = REC_ACCT;
+        let mut heads = bytes_of(&leader);
+        heads.extend(bytes_of(&own));
+        heads.extend(bytes_of(&gone));
+        heads.extend(&bytes_of(&worker)[..REC_HEAD_LEN]);
+        heads.extend(bytes_of(&own));
+        let set = decode(&heads, &procs_only);
+        assert_eq!((set.bad_records, set.records), (0, 2));
         assert!(set.threads.is_empty());
+        assert_eq!(
+            format!("{:?}", set.procs),
+            format!("{:?}", decode(&buf, &opts).procs)
+        );
+        // A truncated tail is reported.
+        let set = decode(&heads[..heads.len() - 3], &procs_only);
         assert_eq!(set.bad_records, 1);
         // -p filters by process.
         let set = decode(
