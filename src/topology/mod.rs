@@ -74,8 +74,8 @@ pub struct LoadOptions {
     pub known_threads: Option<Vec<RawTask>>,
     /// Every process on the host, when the caller has the list: the
     /// namespaces processes hold are then found without listing /proc
-    /// (`netns::enumerate_live`). `None`: from `known_threads`, else
-    /// /proc.
+    /// (`netns::enumerate_live`). `None`: from `known_threads` ([`load`]
+    /// only), else /proc.
     pub processes: Option<Vec<u32>>,
 }
 
