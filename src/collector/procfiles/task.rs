@@ -343,9 +343,7 @@ pub fn read_ksoftirqd(root: &Sysroot) -> Result<Vec<RawTask>> {
         .map(|kids| ksoftirqd_pids(&proc_dir, &kids, &mut buf))
         .unwrap_or_default();
     if found.is_empty() {
-        let all = numeric_entries(&proc_dir)
-            .with_context(|| format!("listing {}", proc_dir.display()))?;
-        found = ksoftirqd_pids(&proc_dir, &all, &mut buf);
+        found = ksoftirqd_pids(&proc_dir, &list_pids(root)?, &mut buf);
     }
     let mut out = Vec::new();
     for pid in found {
@@ -372,8 +370,7 @@ fn kthreadd_children(proc_dir: &Path, buf: &mut Vec<u8>) -> Option<Vec<u32>> {
 /// plus all `ksoftirqd/N` threads, which the per-CPU view always needs.
 pub fn read_tasks(root: &Sysroot, pids: &[u32]) -> Result<Vec<RawTask>> {
     let proc_dir = root.proc();
-    let all =
-        numeric_entries(&proc_dir).with_context(|| format!("listing {}", proc_dir.display()))?;
+    let all = list_pids(root)?;
     let mut buf = Vec::with_capacity(2048);
     let wanted: Vec<u32> = if pids.is_empty() {
         all
