@@ -1,6 +1,6 @@
 //! The kernel's `iter/task` walk against the open-coded task iterator,
-//! both over every thread on the host (`bpf/testing/walk.bpf.c`): what a
-//! sampler built on the open-coded iterator would save per pass. Run by
+//! both over every thread on the host (`bpf/testing/walk.bpf.c`): the two
+//! ways the task sampler reaches threads, bare, with warm caches. Run by
 //! `bench/walk.sh` with many threads held; `walk [ROUNDS] [PASSES]`
 //! alternates the two walks ROUNDS times, PASSES passes each, and prints a
 //! markdown table of CPU time (user + sys) per pass and per thread.

@@ -88,11 +88,13 @@ impl Collector {
                 procfiles::read_ksoftirqd(&opts.sysroot).context("listing ksoftirqd threads")?;
             let ksoftirqd = procfiles::find_ksoftirqd(&ks).into_iter().collect();
             let pidns = nested_pid_namespace();
+            let host_tasks = thread_count(&opts.sysroot);
             let bpf = BpfCollector::open(&BpfOptions {
                 ksoftirqd,
                 stats: opts.bpf_stats,
                 traffic: opts.traffic,
-                max_tasks: Some(task_map_size(thread_count(&opts.sysroot))),
+                max_tasks: Some(task_map_size(host_tasks)),
+                host_tasks,
                 no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()
             })?;
@@ -399,6 +401,7 @@ pub fn list_threads(root: &Sysroot) -> Result<Vec<RawTask>> {
     let mut bpf = BpfCollector::open(&BpfOptions {
         sampler_only: true,
         max_tasks: Some(1),
+        host_tasks: thread_count(root),
         ..Default::default()
     })?;
     let mut buf = Vec::new();

@@ -1,5 +1,6 @@
-//! Decodes the task sampler's records (`sample_tasks` in bpf/nettop.bpf.c,
-//! one `iter/task` pass) into raw tasks and process totals.
+//! Decodes the task sampler's records (`sample_one` in bpf/nettop.bpf.c,
+//! one pass of either walk, `collector::bpf::sampler`) into raw tasks and
+//! process totals.
 //!
 //! The kernel does the walking and the joining; this file only converts
 //! units the way /proc does, so figures match what top reads, and folds

@@ -1,9 +1,10 @@
 //! Processes the task sampler's walk does not yield, found and read the
 //! /proc way.
 //!
-//! The kernel's `iter/task` walk does not yield every task on every
-//! kernel: on the development VM's kernel it never yields PID 1's thread
-//! group (a minimal iterator pinned with bpftool does not see it either),
+//! The task walks do not yield every task on every kernel: on the
+//! development VM's kernel neither the `iter/task` walk nor the open-coded
+//! task iterator ever yields PID 1's thread group (a minimal iterator
+//! pinned with bpftool does not see it either),
 //! while /proc lists it. With the sampler alone, init, and with it the root
 //! of the forest view, was missing from every output. So the pass's
 //! records are held against the kernel's own task count (/proc/loadavg):

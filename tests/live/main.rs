@@ -27,6 +27,7 @@ mod record_kill;
 mod service_disk;
 mod service_live;
 mod task_sampler;
+mod task_walk;
 mod thread_list;
 mod traffic_live;
 mod xdp_mode;

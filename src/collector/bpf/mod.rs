@@ -40,9 +40,11 @@ pub(super) mod skel {
 use skel::{NettopSkel, NettopSkelBuilder, types};
 
 mod read;
+mod sampler;
 #[cfg(test)]
 use read::u32_from;
 pub(super) use read::{acct_from, c_str, from_bytes};
+use sampler::Sampler;
 
 /// `BPF_F_TEST_RUN_ON_CPU` from uapi/linux/bpf.h.
 const BPF_F_TEST_RUN_ON_CPU: u32 = 1 << 0;
@@ -87,6 +89,9 @@ pub struct BpfOptions {
     pub test_clock: bool,
     /// Maximum number of tasks tracked (hash size).
     pub max_tasks: Option<u32>,
+    /// Tasks on the host now (the kernel's count; 0 if unknown): sizes
+    /// the open-coded task walk's first ring, so the first pass fits.
+    pub host_tasks: usize,
     /// Do not load the task sampler (tests of the /proc path).
     pub no_sampler: bool,
     /// Load the task sampler alone, attach no tracepoint: a thread list
@@ -244,9 +249,9 @@ pub struct BpfCollector {
     _links: Vec<Link>,
     mode: AttachMode,
     missing: Vec<String>,
-    /// The task sampler's link (`iter/task`); each pass is a new iterator
-    /// on it. `None` when this kernel could not load it.
-    sampler: Option<Link>,
+    /// The task sampler's walks; each pass is a new iterator on one.
+    /// `None` when this kernel could not load it.
+    sampler: Option<Sampler>,
     /// Why the task sampler is not available.
     sampler_error: Option<String>,
     /// Why no frame has traffic figures; `None` when they are counted.
@@ -409,6 +414,14 @@ fn traffic_unavailable(
     })
 }
 
+/// Which task sampler programs a load includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tasks {
+    None,
+    KernelWalk,
+    BothWalks,
+}
+
 impl BpfCollector {
     /// Loads and attaches, tp_btf first and raw_tp as the fallback.
     pub fn open(opts: &BpfOptions) -> Result<Self> {
@@ -420,12 +433,15 @@ impl BpfCollector {
         };
         let mut errors = Vec::new();
         for mode in modes {
-            // The task sampler is optional (iter/task needs 5.8): one
-            // program that does not load fails the whole object, so try
-            // again without it and say why.
+            // The task sampler is optional (iter/task needs 5.8), and so
+            // is its open-coded walk (6.8): one program that does not load
+            // fails the whole object, so try again without it and say why.
             let mut sampler_error = opts.no_sampler.then(|| "disabled".to_string());
             if sampler_error.is_none() {
-                match Self::open_mode(opts, mode, true) {
+                match Self::open_mode(opts, mode, Tasks::BothWalks).or_else(|e| {
+                    log::debug!("open-coded task walk does not load: {e:#}");
+                    Self::open_mode(opts, mode, Tasks::KernelWalk)
+                }) {
                     Ok(c) => return Ok(c),
                     Err(e) if opts.sampler_only => {
                         errors.push(format!("{}: {e:#}", mode.prefix()));
@@ -434,7 +450,7 @@ impl BpfCollector {
                     Err(e) => sampler_error = Some(format!("{e:#}")),
                 }
             }
-            match Self::open_mode(opts, mode, false) {
+            match Self::open_mode(opts, mode, Tasks::None) {
                 Ok(mut c) => {
                     c.sampler_error = sampler_error;
                     return Ok(c);
@@ -448,7 +464,8 @@ impl BpfCollector {
         ))
     }
 
-    fn open_mode(opts: &BpfOptions, mode: AttachMode, sampler: bool) -> Result<Self> {
+    fn open_mode(opts: &BpfOptions, mode: AttachMode, tasks: Tasks) -> Result<Self> {
+        let sampler = tasks != Tasks::None;
         // The skeleton borrows its OpenObject for its whole life; the
         // collector lives as long as the process, so the object is leaked
         // once per load instead of making BpfCollector self-referential.
@@ -523,6 +540,9 @@ impl BpfCollector {
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
             let load = match section.split_once('/') {
+                Some(("iter", _)) if prog.name() == "walk_tasks" => {
+                    tasks == Tasks::BothWalks && !opts.test_clock()
+                }
                 Some(("iter", _)) => sampler && !opts.test_clock(),
                 _ if opts.sampler_only => false,
                 Some((_, tp)) if !opts.traffic && TRAFFIC_PROGRAMS.contains(&tp) => false,
@@ -599,6 +619,11 @@ impl BpfCollector {
                 links.push(link);
             }
             for prog in progs {
+                // The open-coded walk attaches pinned to one task
+                // (Sampler::attach).
+                if prog.name() == "walk_tasks" {
+                    continue;
+                }
                 let link = prog
                     .attach()
                     .with_context(|| format!("attaching {}", prog.section().to_string_lossy()))?;
@@ -616,12 +641,14 @@ impl BpfCollector {
                 links.push(link);
             }
         }
+        let open_walk = (tasks == Tasks::BothWalks).then_some(opts.host_tasks);
+        let sampler = sampler_link.map(|l| Sampler::attach(&skel, l, open_walk));
         Ok(Self {
             skel,
             _links: links,
             mode,
             missing,
-            sampler: sampler_link,
+            sampler,
             sampler_error: None,
             traffic_why,
             sample_gen: 0,
@@ -797,7 +824,7 @@ mod tests {
         assert!(names.len() > 10, "{names:?}");
         for n in &names {
             let counted = run_index(n).is_some();
-            let untraced = n == "nettop_flush" || n == "sample_tasks";
+            let untraced = n == "nettop_flush" || sampler::PROGRAMS.contains(&n.as_str());
             assert_eq!(counted, !untraced, "{n}");
         }
         assert_eq!(run_index("btf_si_out"), run_index("raw_si_out"));

@@ -216,25 +216,6 @@ impl BpfCollector {
         }
     }
 
-    /// One task sampler pass into `buf` (raw records, see
-    /// `collector::taskiter`). `false` when there is no sampler.
-    /// With `thread_rows` every record is complete; without, only group
-    /// leaders' are (the others carry just what their process sums).
-    pub fn sample_tasks(&mut self, buf: &mut Vec<u8>, thread_rows: bool) -> Result<bool> {
-        let Some(link) = &self.sampler else {
-            return Ok(false);
-        };
-        self.sample_gen += 1;
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            bss.sample_gen = self.sample_gen;
-            bss.thread_rows = u32::from(thread_rows);
-        }
-        let mut it = libbpf_rs::Iter::new(link).context("starting a task sampler pass")?;
-        buf.clear();
-        std::io::Read::read_to_end(&mut it, buf).context("reading the task sampler")?;
-        Ok(true)
-    }
-
     /// Deletes task records nobody owns any more. Exits are handled in the
     /// kernel (sched_process_exit), so this only catches strays: a batch
     /// flushed after its task's tomb fell out, or a TID reused in between.
@@ -351,7 +332,9 @@ impl BpfCollector {
     pub fn prog_stats(&self) -> Vec<ProgStat> {
         self.prog_infos()
             .into_iter()
-            .filter(|(name, _)| name != "nettop_flush" && name != "sample_tasks")
+            .filter(|(name, _)| {
+                name != "nettop_flush" && !sampler::PROGRAMS.contains(&name.as_str())
+            })
             .map(|(name, i)| ProgStat {
                 name,
                 run_cnt: i.run_cnt,
