@@ -1905,7 +1905,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 }
 
 /*
- * The open-coded walk (Linux 6.7+): one run, from an iter/task link pinned
+ * The open-coded walk (Linux 6.8+): one run, from an iter/task link pinned
  * to one of nettop's own threads, follows the task list itself. The
  * kernel's walk finds each next thread by PID and takes a reference on it,
  * about three quarters of its cost per thread (BENCHMARKS, "The task
@@ -1948,8 +1948,8 @@ static __always_inline __u64 ring_bytes(__u32 len)
  * One task of the open-coded walk. A global function: the verifier checks
  * it once, on its own, where a loop body is checked once per state the
  * loop reaches (inlined, the walk took 96 ms to verify; as a static
- * function, 14 ms). Its task argument is trusted (Linux 6.8+; 6.7 loads
- * the object without the walk).
+ * function, 14 ms). Its task argument is trusted (Linux 6.8+; older kernels
+ * load the object without the walk).
  */
 __noinline int walk_one(struct task_struct *task __arg_trusted)
 {

@@ -129,6 +129,17 @@ pub struct Cli {
     #[arg(long = "bpf-stats", conflicts_with_all = ["no_bpf", "pinning_check"])]
     pub bpf_stats: bool,
 
+    /// Longest the in-kernel task walk may run in one piece (default 2ms).
+    /// On Linux 6.8+ each sample follows the task list in one run, about
+    /// half the kernel's per-thread walk, but on kernels that preempt only
+    /// voluntarily nothing else runs on that CPU meanwhile (~13 ms at
+    /// 30,000 threads here, BENCHMARKS "The open-coded task walk"). Passes
+    /// predicted longer take the kernel's walk, in preemptible pieces.
+    /// Raise it (20ms) where nettop's CPU matters more than that wait.
+    #[arg(long = "walk-span", value_name = "D", value_parser = parse_walk_span,
+          conflicts_with = "no_bpf")]
+    pub walk_span: Option<std::time::Duration>,
+
     /// Read /proc and /sys under DIR instead of / (tests, offline analysis).
     #[arg(long = "sysroot", value_name = "DIR", default_value = "/")]
     pub sysroot: PathBuf,
@@ -454,6 +465,11 @@ fn parse_delay(s: &str) -> Result<f64, String> {
         return Err(format!("-d '{s}': at least 50ms"));
     }
     Ok(d.as_secs_f64())
+}
+
+/// `--walk-span` in the one duration syntax: up to 1 s.
+fn parse_walk_span(s: &str) -> Result<std::time::Duration, String> {
+    crate::sys::units::parse_duration("--walk-span", s, std::time::Duration::from_secs(1))
 }
 
 /// `--measure` in the one duration syntax: 1 s to 10 min.

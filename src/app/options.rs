@@ -23,6 +23,7 @@ pub fn collector(cli: &Cli) -> CollectorOptions {
         traffic: cli.traffic,
         threads: cli.threads,
         no_task_sampler: std::env::var_os("NETTOP_NO_TASK_SAMPLER").is_some(),
+        walk_span: cli.walk_span,
     }
 }
 

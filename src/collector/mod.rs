@@ -36,6 +36,9 @@ pub struct CollectorOptions {
     pub threads: bool,
     /// Read tasks from /proc even when the in-kernel sampler loads.
     pub no_task_sampler: bool,
+    /// Longest the open-coded task walk may run in one piece (`None`: the
+    /// sampler's default).
+    pub walk_span: Option<std::time::Duration>,
 }
 
 /// How often stray task records are swept (samples).
@@ -95,6 +98,7 @@ impl Collector {
                 traffic: opts.traffic,
                 max_tasks: Some(task_map_size(host_tasks)),
                 host_tasks,
+                walk_span: opts.walk_span,
                 no_sampler: opts.no_task_sampler || pidns,
                 ..Default::default()
             })?;

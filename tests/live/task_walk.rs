@@ -1,5 +1,5 @@
 //! The task sampler's two walks against each other. Where the kernel has
-//! the open-coded task iterator (6.7+), passes take it; its records must be
+//! the open-coded walk (6.8+), passes take it; its records must be
 //! the kernel's `iter/task` walk's, also when a pass outgrows the first ring
 //! and the ring is replaced by a bigger one.
 
@@ -64,12 +64,12 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
 
     let open = pass(&mut bpf, true);
     let ring = bpf.task_walk_ring();
-    let has_iterator = kernel().is_some_and(|v| v >= (6, 7));
-    if !has_iterator {
-        assert_eq!(ring, None, "an open-coded walk before Linux 6.7");
-        return common::skip("task walks", "Linux before 6.7 has only the kernel's walk");
+    let has_walk = kernel().is_some_and(|v| v >= (6, 8));
+    if !has_walk {
+        assert_eq!(ring, None, "an open-coded walk before Linux 6.8");
+        return common::skip("task walks", "Linux before 6.8 has only the kernel's walk");
     }
-    let ring = ring.expect("Linux 6.7+: passes take the open-coded walk");
+    let ring = ring.expect("Linux 6.8+: passes take the open-coded walk");
     assert!(
         ring > 256 << 10,
         "the first pass outgrew the first ring, which was not replaced ({ring} bytes)"

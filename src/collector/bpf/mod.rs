@@ -44,6 +44,7 @@ mod sampler;
 #[cfg(test)]
 use read::u32_from;
 pub(super) use read::{acct_from, c_str, from_bytes};
+pub use sampler::DEFAULT_WALK_SPAN;
 use sampler::Sampler;
 
 /// `BPF_F_TEST_RUN_ON_CPU` from uapi/linux/bpf.h.
@@ -92,6 +93,9 @@ pub struct BpfOptions {
     /// Tasks on the host now (the kernel's count; 0 if unknown): sizes
     /// the open-coded task walk's first ring, so the first pass fits.
     pub host_tasks: usize,
+    /// Longest the open-coded task walk may run in one piece; `None`:
+    /// [`DEFAULT_WALK_SPAN`].
+    pub walk_span: Option<std::time::Duration>,
     /// Do not load the task sampler (tests of the /proc path).
     pub no_sampler: bool,
     /// Load the task sampler alone, attach no tracepoint: a thread list
@@ -438,10 +442,17 @@ impl BpfCollector {
             // fails the whole object, so try again without it and say why.
             let mut sampler_error = opts.no_sampler.then(|| "disabled".to_string());
             if sampler_error.is_none() {
-                match Self::open_mode(opts, mode, Tasks::BothWalks).or_else(|e| {
-                    log::debug!("open-coded task walk does not load: {e:#}");
+                // Before 6.8 the open walk cannot load: not worth a load
+                // that fails.
+                let walks = if sampler::kernel_has_open_walk() {
+                    Self::open_mode(opts, mode, Tasks::BothWalks).or_else(|e| {
+                        log::debug!("open-coded task walk does not load: {e:#}");
+                        Self::open_mode(opts, mode, Tasks::KernelWalk)
+                    })
+                } else {
                     Self::open_mode(opts, mode, Tasks::KernelWalk)
-                }) {
+                };
+                match walks {
                     Ok(c) => return Ok(c),
                     Err(e) if opts.sampler_only => {
                         errors.push(format!("{}: {e:#}", mode.prefix()));
@@ -641,7 +652,10 @@ impl BpfCollector {
                 links.push(link);
             }
         }
-        let open_walk = (tasks == Tasks::BothWalks).then_some(opts.host_tasks);
+        let open_walk = (tasks == Tasks::BothWalks).then(|| sampler::OpenWalkOptions {
+            host_tasks: opts.host_tasks,
+            span: opts.walk_span.unwrap_or(DEFAULT_WALK_SPAN),
+        });
         let sampler = sampler_link.map(|l| Sampler::attach(&skel, l, open_walk));
         Ok(Self {
             skel,

@@ -4,7 +4,7 @@
 //! Two walks emit the same records. The kernel's `iter/task` walk
 //! (`sample_tasks`) runs the program once per thread and finds each next
 //! thread by PID, taking a reference on it: about three quarters of its
-//! cost per thread. The open-coded walk (`walk_tasks`, Linux 6.7+) runs
+//! cost per thread. The open-coded walk (`walk_tasks`, Linux 6.8+) runs
 //! once per pass and follows the task list itself, writing into a ring
 //! buffer that user space sizes from what the previous pass needed. The
 //! kernel's walk stays attached: it is what a kernel without the open-coded
@@ -16,8 +16,9 @@
 //! distributions' default): 13 ms at 30,000 threads on the development VM,
 //! where the kernel's walk returns to user space every 32 KiB of records.
 //! So a pass takes it only while its predicted run (the last open pass's
-//! time per task, times the tasks now) stays within [`SPAN_BUDGET_NS`]; a
-//! host with more threads than that pays the kernel's walk, in pieces.
+//! time per task, times the tasks now) stays within a budget
+//! ([`DEFAULT_WALK_SPAN`], `--walk-span`); a host with more threads than
+//! that pays the kernel's walk, in pieces.
 
 use std::cell::RefCell;
 use std::ptr::NonNull;
@@ -44,16 +45,36 @@ const WALK_UNSUPPORTED: u32 = 3;
 const FIRST_RING: u64 = 1 << 18;
 const MAX_RING: u64 = 1 << 30;
 
-/// Longest an open-coded pass may run in one piece: about 45,000 threads
-/// at the development VM's cost per thread.
-pub(super) const SPAN_BUDGET_NS: u64 = 20_000_000;
+/// Longest an open-coded pass may run in one piece unless told otherwise:
+/// half a scheduler tick at HZ=250, about 4,500 threads at the development
+/// VM's cost per thread. A task that shares nettop's CPU waits no longer
+/// than that for a sample.
+pub const DEFAULT_WALK_SPAN: std::time::Duration = std::time::Duration::from_millis(2);
 /// Time per task assumed before an open pass has been timed: above what
 /// one costs with cold caches here (about 430 ns).
 const FIRST_NS_PER_TASK: u64 = 600;
 
-/// Whether a pass over `tasks` at `ns_per_task` fits the budget.
-fn fits_budget(tasks: u64, ns_per_task: u64) -> bool {
-    tasks.saturating_mul(ns_per_task) <= SPAN_BUDGET_NS
+/// Whether the running kernel can load the open walk: the open-coded task
+/// iterator is 6.7, a global function's trusted task argument 6.8.
+pub(super) fn kernel_has_open_walk() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .and_then(|r| release_at_least(&r, (6, 8)))
+        .unwrap_or(false)
+}
+
+/// Whether a kernel release string ("6.18.4-fc", "6.8.0-45-generic")
+/// is at least `want` (major, minor); `None` when it does not parse.
+fn release_at_least(release: &str, want: (u32, u32)) -> Option<bool> {
+    let mut it = release.trim().split(['.', '-', '+']);
+    let major = it.next()?.parse::<u32>().ok()?;
+    let minor = it.next()?.parse::<u32>().ok()?;
+    Some((major, minor) >= want)
+}
+
+/// Whether a pass over `tasks` at `ns_per_task` runs within `budget_ns`.
+fn fits_budget(tasks: u64, ns_per_task: u64, budget_ns: u64) -> bool {
+    tasks.saturating_mul(ns_per_task) <= budget_ns
 }
 
 /// Ring bytes of a process-mode record that is a head alone, with the
@@ -69,10 +90,20 @@ fn ring_size(need: u64) -> Option<u64> {
         .filter(|&s| s <= MAX_RING)
 }
 
+/// What the open walk is attached with.
+pub(super) struct OpenWalkOptions {
+    /// The host's task count now: sizes the first ring.
+    pub host_tasks: usize,
+    /// Longest one pass may run.
+    pub span: std::time::Duration,
+}
+
 /// Both walks; the open one is used while it works and fits the budget.
 pub(super) struct Sampler {
     kernel: Link,
     open: Option<OpenWalk>,
+    /// Longest an open pass may run, ns.
+    budget_ns: u64,
     /// Tasks the last pass sampled (at first, the host's count).
     tasks: u64,
     /// The last open pass's run time per task.
@@ -80,20 +111,26 @@ pub(super) struct Sampler {
 }
 
 impl Sampler {
-    /// Takes the kernel's walk's link and, when its program is loaded
-    /// (`open_walk`: the host's task count), attaches the open walk too.
+    /// Takes the kernel's walk's link and, with `open_walk` (its program
+    /// is loaded), attaches the open walk too.
     pub(super) fn attach(
         skel: &NettopSkel<'static>,
         kernel: Link,
-        open_walk: Option<usize>,
+        open_walk: Option<OpenWalkOptions>,
     ) -> Self {
+        let tasks = open_walk.as_ref().map_or(0, |o| o.host_tasks as u64);
+        let budget_ns = open_walk
+            .as_ref()
+            .map_or(0, |o| u64::try_from(o.span.as_nanos()).unwrap_or(u64::MAX));
+        // Sized for the host when the first pass will take it; a host over
+        // the budget keeps the smallest ring until it comes under.
+        let first_ring = if fits_budget(tasks, FIRST_NS_PER_TASK, budget_ns) {
+            ring_size(tasks.saturating_mul(HEAD_BYTES)).unwrap_or(FIRST_RING)
+        } else {
+            FIRST_RING
+        };
         let open = open_walk
-            .map(|tasks| {
-                OpenWalk::attach(
-                    skel,
-                    ring_size(tasks as u64 * HEAD_BYTES).unwrap_or(FIRST_RING),
-                )
-            })
+            .map(|_| OpenWalk::attach(skel, first_ring))
             .and_then(|w| {
                 w.inspect_err(|e| log::debug!("open-coded task walk unavailable: {e:#}"))
                     .ok()
@@ -101,7 +138,8 @@ impl Sampler {
         Self {
             kernel,
             open,
-            tasks: open_walk.unwrap_or(0) as u64,
+            budget_ns,
+            tasks,
             ns_per_task: FIRST_NS_PER_TASK,
         }
     }
@@ -278,7 +316,7 @@ impl BpfCollector {
         // SAFETY: as above; read once the pass has returned.
         let tasks =
             move || unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*bss).pass_tasks)) };
-        let fits = fits_budget(sampler.tasks, sampler.ns_per_task);
+        let fits = fits_budget(sampler.tasks, sampler.ns_per_task, sampler.budget_ns);
         if let Some(open) = sampler.open.as_mut().filter(|_| fits) {
             let mut walked = open.pass(buf, bss)?;
             if let Walked::Outgrown(need) = walked {
@@ -332,13 +370,30 @@ mod tests {
 
     #[test]
     fn the_open_walk_is_taken_only_within_the_span_budget() {
+        let default = DEFAULT_WALK_SPAN.as_nanos() as u64;
+        let raised = 20_000_000;
         // The development VM: ~430 ns per task with cold caches.
-        assert!(fits_budget(30_000, 430));
-        assert!(!fits_budget(60_000, 430));
-        // Before any open pass: the assumed cost, and no task count yet.
-        assert!(fits_budget(0, FIRST_NS_PER_TASK));
-        assert!(!fits_budget(40_000, FIRST_NS_PER_TASK));
-        assert!(!fits_budget(u64::MAX, 2));
+        assert!(fits_budget(4_000, 430, default));
+        assert!(!fits_budget(30_000, 430, default));
+        assert!(fits_budget(30_000, 430, raised));
+        assert!(!fits_budget(60_000, 430, raised));
+        // Before any open pass: the assumed cost and the host's count.
+        assert!(fits_budget(3_000, FIRST_NS_PER_TASK, default));
+        assert!(!fits_budget(4_000, FIRST_NS_PER_TASK, default));
+        assert!(!fits_budget(u64::MAX, 2, u64::MAX - 1));
+    }
+
+    #[test]
+    fn the_open_walk_is_tried_from_linux_6_8() {
+        assert_eq!(release_at_least("6.18.44-fc-v657\n", (6, 8)), Some(true));
+        assert_eq!(release_at_least("6.8.0-45-generic", (6, 8)), Some(true));
+        assert_eq!(release_at_least("6.7.12", (6, 8)), Some(false));
+        assert_eq!(
+            release_at_least("5.14.0-427.el9.x86_64", (6, 8)),
+            Some(false)
+        );
+        assert_eq!(release_at_least("10.1", (6, 8)), Some(true));
+        assert_eq!(release_at_least("garbage", (6, 8)), None);
     }
 
     #[test]
