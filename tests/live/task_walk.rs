@@ -7,6 +7,7 @@ use crate::common;
 use crate::common::tier::Need;
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use common::parked::ParkedThreads;
 use nettop::collector::bpf::{BpfCollector, BpfOptions};
@@ -64,6 +65,7 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
 
     let open = pass(&mut bpf, true);
     let ring = bpf.task_walk_ring();
+    assert_eq!(bpf.last_pass_open(), ring.is_some());
     let has_walk = kernel().is_some_and(|v| v >= (6, 8));
     if !has_walk {
         assert_eq!(ring, None, "an open-coded walk before Linux 6.8");
@@ -120,4 +122,43 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
     assert_eq!(proc_of(&open_procs), proc_of(&kernel_procs));
     assert!(proc_of(&open_procs).is_some_and(|(n, ..)| n as usize >= PARKED));
     drop(parked);
+}
+
+case!(
+    passes_over_the_span_budget_take_the_kernel_walk,
+    [Need::Bpf]
+);
+/// A pass predicted to hold the CPU longer than `--walk-span` takes the
+/// kernel's walk, in preemptible pieces; one within it the open walk.
+fn passes_over_the_span_budget_take_the_kernel_walk() {
+    if kernel().is_none_or(|v| v < (6, 8)) {
+        return common::skip(
+            "task walk budget",
+            "Linux before 6.8 has only the kernel's walk",
+        );
+    }
+    for (span, open) in [
+        (Duration::from_nanos(1), false),
+        (Duration::from_secs(1), true),
+    ] {
+        let mut bpf = match BpfCollector::open(&BpfOptions {
+            sampler_only: true,
+            max_tasks: Some(1),
+            host_tasks: 1000,
+            walk_span: Some(span),
+            ..Default::default()
+        }) {
+            Ok(b) => b,
+            Err(e) => return common::skip("task walk budget", &format!("BPF unavailable: {e:#}")),
+        };
+        for n in 0..3 {
+            let set = pass(&mut bpf, false);
+            assert!(
+                set.records > 10,
+                "{span:?}: pass {n} has {} records",
+                set.records
+            );
+            assert_eq!(bpf.last_pass_open(), open, "{span:?}: pass {n}");
+        }
+    }
 }

@@ -108,6 +108,8 @@ pub(super) struct Sampler {
     tasks: u64,
     /// The last open pass's run time per task.
     ns_per_task: u64,
+    /// Whether the last pass took the open walk.
+    last_open: bool,
 }
 
 impl Sampler {
@@ -141,6 +143,7 @@ impl Sampler {
             budget_ns,
             tasks,
             ns_per_task: FIRST_NS_PER_TASK,
+            last_open: false,
         }
     }
 
@@ -327,6 +330,7 @@ impl BpfCollector {
             }
             match walked {
                 Walked::Done { span_ns } => {
+                    sampler.last_open = true;
                     sampler.tasks = tasks();
                     sampler.ns_per_task = span_ns / sampler.tasks.max(1);
                     return Ok(true);
@@ -346,6 +350,7 @@ impl BpfCollector {
             libbpf_rs::Iter::new(&sampler.kernel).context("starting a task sampler pass")?;
         buf.clear();
         std::io::Read::read_to_end(&mut it, buf).context("reading the task sampler")?;
+        sampler.last_open = false;
         sampler.tasks = tasks();
         Ok(true)
     }
@@ -354,6 +359,11 @@ impl BpfCollector {
     /// that walk; `None` on the kernel's walk.
     pub fn task_walk_ring(&self) -> Option<u64> {
         self.sampler.as_ref().and_then(Sampler::open_ring)
+    }
+
+    /// Whether the last task pass took the open-coded walk.
+    pub fn last_pass_open(&self) -> bool {
+        self.sampler.as_ref().is_some_and(|s| s.last_open)
     }
 
     /// Makes task passes take the kernel's walk (tests that compare the two).
