@@ -1906,12 +1906,14 @@ int sample_tasks(struct bpf_iter__task *ctx)
 
 /*
  * The open-coded walk (Linux 6.8+): one run, from an iter/task link pinned
- * to one of nettop's own threads, follows the task list itself. The
- * kernel's walk finds each next thread by PID and takes a reference on it,
- * about three quarters of its cost per thread (BENCHMARKS, "The task
- * walk"). The records go to a ring buffer: a seq_file takes at most a
- * page's worth per run. The ring sits in a one-slot map so user space can
- * swap in a bigger one when a pass outgrows it.
+ * to nettop's leader thread, follows the task list itself. The kernel's
+ * walk finds each next thread by PID and takes a reference on it, about
+ * three quarters of its cost per thread (BENCHMARKS, "The open-coded task
+ * walk"). The records go to a ring buffer: a seq_file takes at most its
+ * 32 KiB buffer per run. The ring sits in a one-slot map so user space
+ * can swap in a bigger one when a pass outgrows it. User space takes this
+ * walk only while a pass fits its span budget: the run has no preemption
+ * point (collector/bpf/sampler.rs).
  */
 struct walk_ring_t {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
