@@ -235,15 +235,12 @@ impl Collector {
         // hold are then found without listing /proc again.
         let processes = || {
             self.opts.pids.is_empty().then(|| {
-                let mut v: Vec<u32> = if sampled {
+                if sampled {
                     let unseen = unseen_threads.iter().map(|t| t.tgid);
                     procs.iter().map(|p| p.tgid).chain(unseen).collect()
                 } else {
                     tasks.iter().map(|t| t.tgid).collect()
-                };
-                v.sort_unstable();
-                v.dedup();
-                v
+                }
             })
         };
         let others = self.netns.read(root, self.seq, &mut devices, processes);

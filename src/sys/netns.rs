@@ -108,9 +108,9 @@ pub struct Found {
 /// Every network namespace but nettop's own, live. Named ones first (by
 /// name), then process-held ones (by lowest PID); each inode once.
 /// `processes`: every process on the host when the caller has the list
-/// (a task sampler pass), so /proc is not listed again: on a host with
-/// 30,000 threads one listing costs ~5 ms, as the kernel steps over every
-/// thread's PID. `None` lists /proc.
+/// (a task sampler pass; in any order, repeats allowed), so /proc is not
+/// listed again: on a host with 30,000 threads one listing costs ~5 ms, as
+/// the kernel steps over every thread's PID. `None` lists /proc.
 pub fn enumerate_live(processes: Option<&[u32]>) -> Vec<Found> {
     enumerate_live_and_hidden(processes).0
 }
@@ -184,6 +184,7 @@ pub fn enumerate_live_and_hidden(processes: Option<&[u32]>) -> (Vec<Found>, usiz
             .unwrap_or_default(),
     };
     pids.sort_unstable();
+    pids.dedup();
     for pid in pids {
         let link = format!("/proc/{pid}/ns/net");
         let ino = match std::fs::read_link(&link) {

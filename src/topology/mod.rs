@@ -264,10 +264,7 @@ pub fn load(opts: &LoadOptions) -> anyhow::Result<HostTopology> {
     topo.host = sysfs::load_host(root, &mut topo.notes)?;
     let processes = opts.processes.clone().or_else(|| {
         let threads = opts.known_threads.as_deref()?;
-        let mut v: Vec<u32> = threads.iter().map(|t| t.tgid).collect();
-        v.sort_unstable();
-        v.dedup();
-        Some(v)
+        Some(threads.iter().map(|t| t.tgid).collect::<Vec<u32>>())
     });
     load_network(root, &cpus.nic_locality, processes.as_deref(), &mut topo)?;
     let scan = threads::load_threads(
