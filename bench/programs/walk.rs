@@ -32,14 +32,7 @@ mod skel {
 
 /// This process's CPU time so far, seconds.
 fn cpu_s() -> f64 {
-    let mut ru = MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; zeroed is a valid rusage.
-    let ru = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
-        ru.assume_init()
-    };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    nettop::sys::clock::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
 }
 
 /// One pass of an iterator link: create its file and read it to the end.
