@@ -175,17 +175,6 @@ struct nt_tomb {
  * address space (kernel threads and zombies have none). */
 #define NT_REC_MM 8
 #define NT_REC_MASK_WORDS 4
-
-/* How the last open-coded task walk (walk_tasks) ended. */
-#define NT_WALK_NOT_RUN 0
-#define NT_WALK_DONE 1
-/* The ring filled: the records are incomplete; walk_need says how much
- * ring the pass needed. */
-#define NT_WALK_OVERFLOW 2
-/* This kernel has no open-coded task iterator (before 6.7). */
-#define NT_WALK_UNSUPPORTED 3
-/* User space has put no ring in the slot. */
-#define NT_WALK_NO_RING 4
 struct nt_task_rec {
 	/* The head: what a thread adds to its process. In process mode it is
 	 * all a thread other than the leader sends, a quarter of a record:
@@ -229,6 +218,17 @@ struct nt_task_rec {
 	char comm[16];
 };
 #define NT_REC_HEAD_LEN __builtin_offsetof(struct nt_task_rec, ppid)
+
+/* How the last open-coded task walk (walk_tasks) ended. */
+#define NT_WALK_NOT_RUN 0
+#define NT_WALK_DONE 1
+/* The ring filled: the records are incomplete; walk_need says how much
+ * ring the pass needed. */
+#define NT_WALK_OVERFLOW 2
+/* This kernel has no open-coded task iterator (before 6.7). */
+#define NT_WALK_UNSUPPORTED 3
+/* User space has put no ring in the slot. */
+#define NT_WALK_NO_RING 4
 
 /* Per-CPU cumulative counters (PERCPU_ARRAY, one slot). */
 struct nt_cpu {

@@ -134,9 +134,9 @@ pub struct Cli {
     /// half the kernel's per-thread walk, but on kernels that preempt only
     /// voluntarily nothing else runs on that CPU meanwhile (~13 ms at
     /// 30,000 threads on a 2-CPU VM, BENCHMARKS "The open-coded task
-    /// walk"). Passes
-    /// predicted longer take the kernel's walk, in preemptible pieces.
-    /// Raise it (20ms) where nettop's CPU matters more than that wait.
+    /// walk"). Passes predicted longer take the kernel's walk, in
+    /// preemptible pieces. Raise it (20ms) where nettop's CPU matters more
+    /// than that wait.
     #[arg(long = "walk-span", value_name = "D", value_parser = parse_walk_span,
           conflicts_with = "no_bpf")]
     pub walk_span: Option<std::time::Duration>,

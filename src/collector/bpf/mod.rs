@@ -551,7 +551,7 @@ impl BpfCollector {
         for mut prog in open.open_object_mut().progs_mut() {
             let section = prog.section().to_string_lossy().into_owned();
             let load = match section.split_once('/') {
-                Some(("iter", _)) if prog.name() == "walk_tasks" => {
+                Some(("iter", _)) if prog.name() == sampler::OPEN_WALK => {
                     tasks == Tasks::BothWalks && !opts.test_clock()
                 }
                 Some(("iter", _)) => sampler && !opts.test_clock(),
@@ -632,7 +632,7 @@ impl BpfCollector {
             for prog in progs {
                 // The open-coded walk attaches pinned to one task
                 // (Sampler::attach).
-                if prog.name() == "walk_tasks" {
+                if prog.name() == sampler::OPEN_WALK {
                     continue;
                 }
                 let link = prog

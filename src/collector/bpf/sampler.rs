@@ -30,8 +30,10 @@ use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, MapType, RingBu
 use super::BpfCollector;
 use super::skel::{NettopSkel, types};
 
+/// The open walk's program: attached pinned to one task, not as the others.
+pub(super) const OPEN_WALK: &str = "walk_tasks";
 /// The sampler's programs: no tracepoint, no run count.
-pub(super) const PROGRAMS: [&str; 2] = ["sample_tasks", "walk_tasks"];
+pub(super) const PROGRAMS: [&str; 2] = ["sample_tasks", OPEN_WALK];
 
 /// `NT_WALK_*` in bpf/nettop.h.
 const WALK_NOT_RUN: u32 = 0;
@@ -259,7 +261,10 @@ impl OpenWalk {
     fn pass(&mut self, buf: &mut Vec<u8>, bss: *mut types::bss) -> Result<Walked> {
         // SAFETY: bss is the live mapping (BpfCollector::bss); volatile, as
         // every access after load.
-        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).walk_status), 0) };
+        unsafe {
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).walk_status), WALK_NOT_RUN);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).pass_tasks), 0);
+        }
         let mut it = libbpf_rs::Iter::new(&self.link).context("starting a task walk")?;
         // The walk writes nothing to its seq_file; reading runs it.
         std::io::Read::read_to_end(&mut it, &mut Vec::new()).context("running the task walk")?;
@@ -314,7 +319,6 @@ impl BpfCollector {
                 std::ptr::addr_of_mut!((*bss).thread_rows),
                 u32::from(thread_rows),
             );
-            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).pass_tasks), 0);
         }
         // SAFETY: as above; read once the pass has returned.
         let tasks =
@@ -343,9 +347,9 @@ impl BpfCollector {
                     sampler.open = None;
                 }
             }
-            // SAFETY: as above: the kernel's pass counts from zero.
-            unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).pass_tasks), 0) };
         }
+        // SAFETY: as above: the kernel's pass counts from zero.
+        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).pass_tasks), 0) };
         let mut it =
             libbpf_rs::Iter::new(&sampler.kernel).context("starting a task sampler pass")?;
         buf.clear();
