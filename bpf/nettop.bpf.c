@@ -1622,6 +1622,32 @@ static __always_inline struct nt_task *io_to_record(struct pcpu *pc, struct task
 	return t;
 }
 
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
+/*
+ * io_to_record() for a task reached by an untrusted pointer, which task
+ * storage does not take: a task with storage at all is looked up by PID
+ * for a trusted reference, and only if that finds this very task.
+ */
+static __always_inline struct nt_task *io_to_record_untrusted(struct pcpu *pc,
+							      struct task_struct *v,
+							      struct nt_task *t, __u32 tid,
+							      __u32 tgid, __u64 start)
+{
+	struct task_struct *task;
+
+	if (!count_traffic || !io_on_task || !v->bpf_storage)
+		return t;
+	task = bpf_task_from_pid(tid);
+	if (!task)
+		return t;
+	if ((__u64)task == (__u64)v)
+		t = io_to_record(pc, task, t, tid, tgid, start);
+	bpf_task_release(task);
+	return t;
+}
+
 /*
  * An untrusted view of a trusted task, for walking its pointers. For each
  * pointer loaded through a trusted one the verifier searches the whole
@@ -1791,8 +1817,9 @@ static __always_inline void read_mm(struct task_struct *task, struct nt_task_rec
  * own (*tp) and, on a group leader's, its exited threads' (*ep). Both
  * walks below emit what this fills.
  */
-static __always_inline void sample_one(struct task_struct *task, struct nt_task_rec *r,
-				       struct nt_task **tp, struct nt_task **ep)
+static __always_inline void sample_one(struct task_struct *task, bool trusted,
+				       struct nt_task_rec *r, struct nt_task **tp,
+				       struct nt_task **ep)
 {
 	struct task_struct *v;
 	struct nt_task *t, *e = NULL;
@@ -1803,10 +1830,10 @@ static __always_inline void sample_one(struct task_struct *task, struct nt_task_
 	__builtin_memset(r, 0, sizeof(*r));
 	pass_tasks++;
 	/*
-	 * The iterator's task is a trusted BTF pointer: plain loads (CO-RE
-	 * relocated through vmlinux.h's preserve_access_index) cost a few ns,
-	 * a bpf_probe_read_kernel() per field costs ten times that, and this
-	 * runs once per thread on the host.
+	 * Plain loads (CO-RE relocated through vmlinux.h's
+	 * preserve_access_index) cost a few ns, fault-guarded when the task is
+	 * untrusted; a bpf_probe_read_kernel() per field costs ten times that,
+	 * and this runs once per thread on the host.
 	 */
 	r->tid = task->pid;
 	r->tgid = task->tgid;
@@ -1861,8 +1888,10 @@ join:
 	if (t && t->start_boottime != r->start_boottime)
 		t = NULL;
 	pc = get_pcpu();
-	if (pc)
+	if (pc && trusted)
 		t = io_to_record(pc, task, t, r->tid, r->tgid, r->start_boottime);
+	else if (pc)
+		t = io_to_record_untrusted(pc, task, t, r->tid, r->tgid, r->start_boottime);
 	if (t) {
 		r->rec_flags |= NT_REC_ACCT;
 		t->seen_gen = sample_gen;
@@ -1895,7 +1924,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 
 	if (!task)
 		return 0;
-	sample_one(task, &r, &t, &e);
+	sample_one(task, true, &r, &t, &e);
 	bpf_seq_write(seq, &r, rec_len(&r));
 	if (t)
 		bpf_seq_write(seq, &t->acct, sizeof(t->acct));
@@ -1905,15 +1934,27 @@ int sample_tasks(struct bpf_iter__task *ctx)
 }
 
 /*
- * The open-coded walk (Linux 6.8+): one run, from an iter/task link pinned
- * to nettop's leader thread, follows the task list itself. The kernel's
- * walk finds each next thread by PID and takes a reference on it, about
- * three quarters of its cost per thread (BENCHMARKS, "The open-coded task
- * walk"). The records go to a ring buffer: a seq_file takes at most its
- * 32 KiB buffer per run. The ring sits in a one-slot map so user space
- * can swap in a bigger one when a pass outgrows it. User space takes this
- * walk only while a pass fits its span budget: the run has no preemption
- * point (collector/bpf/sampler.rs).
+ * The open-coded walk: one run of an iter/task link pinned to nettop's
+ * leader thread follows the task list itself, under the RCU read lock the
+ * iterator holds, as the kernel's for_each_process_thread() does. The
+ * kernel's walk finds each next thread by PID and takes a reference on it,
+ * about three quarters of its cost per thread (BENCHMARKS, "The open-coded
+ * task walk").
+ *
+ * A run cannot be preempted on a kernel that preempts only voluntarily
+ * (most distributions' default), so it stops once it has run
+ * walk_budget_ns, or earlier when the kernel flags nettop's thread for
+ * attention (a reschedule is due: a task woke that should run here; a
+ * signal), as the kernel's walk yields when a reschedule is due. It notes
+ * the last thread it sampled. User space runs the iterator again, after a
+ * return to user space (a preemption point), and that run resumes after
+ * the noted thread, found again by PID. When that thread has exited
+ * meanwhile, its place in the list is gone and the pass is retaken by the
+ * kernel's walk.
+ *
+ * The records go to a ring buffer, drained after every run: a seq_file
+ * takes at most its 32 KiB buffer per run. The ring sits in a one-slot map
+ * so user space can swap in a bigger one when a run outgrows it.
  */
 struct walk_ring_t {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1927,18 +1968,40 @@ struct {
 	__array(values, struct walk_ring_t);
 } walk_ring SEC(".maps");
 
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
-			     unsigned int flags) __weak __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
-
-/* Outcome of the last open-coded pass (NT_WALK_* in nettop.h), the ring
- * bytes it needed (all of them, also past an overflow) and how long its
- * one run took. User space reads them once the pass has returned. */
+/* Set by user space: the longest one run may go on, ns. */
+__u64 walk_budget_ns = 0;
+/* Where the next run starts: after this thread (TID and start time), or at
+ * the list's head when the TID is 0. A run that stops at the budget sets
+ * them; user space zeroes the TID before a pass and puts back a run's
+ * values to take that run again. */
+__u32 walk_resume_tid = 0;
+__u64 walk_resume_start = 0;
+/* How the last run ended (NT_WALK_* in nettop.h), the ring bytes it
+ * needed (all of them, also past an overflow) and how long it ran. */
 __u32 walk_status = NT_WALK_NOT_RUN;
 __u64 walk_need = 0;
 __u64 walk_ns = 0;
+/* The task list's head, &init_task.tasks: found once, from the parent
+ * chain (init_task is not in kallsyms without CONFIG_KALLSYMS_ALL). */
+__u64 walk_head = 0;
 
+/* The iterator numbers its steps; the kernel allows 8M, above any PID. */
+#define WALK_MAX_STEPS (1 << 23)
+/* Threads between two looks at the clock and the thread's flags. */
+#define WALK_CLOCK_EVERY 32
+
+/* The running thread's flags (TIF_*: a reschedule is due, a signal is
+ * pending...). The bits differ by architecture and version, so a run
+ * compares them with what they were when it started; 0 where the thread
+ * info is not in the task. */
+static __always_inline __u64 thread_flags(void)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+
+	if (bpf_core_field_exists(me->thread_info.flags))
+		return me->thread_info.flags;
+	return 0;
+}
 
 /* A ring buffer record: the data rounded up to 8 bytes, plus its header. */
 static __always_inline __u64 ring_bytes(__u32 len)
@@ -1947,23 +2010,21 @@ static __always_inline __u64 ring_bytes(__u32 len)
 }
 
 /*
- * One task of the open-coded walk. A global function: the verifier checks
- * it once, on its own, where a loop body is checked once per state the
- * loop reaches (inlined, the walk took 96 ms to verify; as a static
- * function, 14 ms). Its task argument is trusted (Linux 6.8+; older kernels
- * load the object without the walk).
+ * One task of the open-coded walk, at kernel address addr. A global
+ * function: the verifier checks it once, on its own, where a loop body is
+ * checked once per state the loop reaches (inlined, an earlier walk took
+ * 96 ms to verify; as a static function, 14 ms).
  */
-__noinline int walk_one(struct task_struct *task __arg_trusted)
+__noinline int walk_one(__u64 addr)
 {
+	struct task_struct *task = bpf_core_cast((void *)addr, struct task_struct);
 	struct nt_task_rec r;
 	struct nt_task *t, *e;
 	__u32 zero = 0;
 	long failed;
 	void *ring;
 
-	if (!task)
-		return 0;
-	sample_one(task, &r, &t, &e);
+	sample_one(task, false, &r, &t, &e);
 	walk_need += ring_bytes(rec_len(&r));
 	if (t)
 		walk_need += ring_bytes(sizeof(t->acct));
@@ -1988,25 +2049,143 @@ __noinline int walk_one(struct task_struct *task __arg_trusted)
 	return 0;
 }
 
+/*
+ * The list is walked by address, held as numbers: a pointer loaded from a
+ * task's list links is untrusted, and a global function takes no
+ * untrusted pointer. Each link is one fault-guarded probe read.
+ */
+static __always_inline __u64 read_addr(const void *at)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), at);
+	return v;
+}
+
+/* The address of the head of the thread list of process p. */
+static __always_inline __u64 threads_head(__u64 p)
+{
+	__u64 sig = read_addr(&((struct task_struct *)p)->signal);
+
+	return sig ? sig + bpf_core_field_offset(struct signal_struct, thread_head) : 0;
+}
+
+/* The thread after t in its process (whose list head is head), 0 past the
+ * last. */
+static __always_inline __u64 thread_after(__u64 t, __u64 head)
+{
+	__u64 next = read_addr(&((struct task_struct *)t)->thread_node.next);
+
+	if (!next || next == head)
+		return 0;
+	return next - bpf_core_field_offset(struct task_struct, thread_node);
+}
+
+/* The process after p on the task list, 0 past the last. */
+static __always_inline __u64 process_after(__u64 p)
+{
+	__u64 next = read_addr(&((struct task_struct *)p)->tasks.next);
+
+	if (!next || next == walk_head)
+		return 0;
+	return next - bpf_core_field_offset(struct task_struct, tasks);
+}
+
+/* Finds walk_head: every task's parent chain ends at init_task, the
+ * parent of init and kthreadd. */
+static __always_inline bool find_head(void)
+{
+	__u64 p = read_addr(&bpf_get_current_task_btf()->group_leader);
+	int i;
+
+	bpf_for(i, 0, 4096) {
+		if (!p)
+			return false;
+		if (BPF_CORE_READ((struct task_struct *)p, pid) == 0) {
+			walk_head = p + bpf_core_field_offset(struct task_struct, tasks);
+			return true;
+		}
+		p = read_addr(&((struct task_struct *)p)->real_parent);
+	}
+	return false;
+}
+
+/* Where a run resumes: the process (*proc) and thread (*pos) after the
+ * thread the previous run noted; false when that thread has exited. */
+static __always_inline bool resume(__u64 *proc, __u64 *pos)
+{
+	struct task_struct *t = bpf_task_from_pid(walk_resume_tid);
+	__u64 leader, next, head;
+	bool same;
+
+	if (!t)
+		return false;
+	same = BPF_CORE_READ(t, start_boottime) == walk_resume_start;
+	leader = read_addr(&t->group_leader);
+	next = read_addr(&t->thread_node.next);
+	bpf_task_release(t);
+	if (!same || !leader)
+		return false;
+	head = threads_head(leader);
+	*proc = leader;
+	*pos = 0;
+	if (next && next != head)
+		*pos = next - bpf_core_field_offset(struct task_struct, thread_node);
+	return true;
+}
+
 SEC("iter/task")
 int walk_tasks(struct bpf_iter__task *ctx)
 {
-	struct task_struct *pos;
-	__u64 start;
+	__u64 start, flags, proc, pos, head, last = 0;
+	struct task_struct *lv;
+	int i;
 
 	if (!ctx->task)
 		return 0;
-	if (!bpf_ksym_exists(bpf_iter_task_new)) {
+	if (!bpf_ksym_exists(bpf_task_from_pid) || !bpf_ksym_exists(bpf_rdonly_cast)) {
 		walk_status = NT_WALK_UNSUPPORTED;
 		return 0;
 	}
+	start = bpf_ktime_get_ns();
+	flags = thread_flags();
 	walk_need = 0;
 	walk_status = NT_WALK_DONE;
-	start = bpf_ktime_get_ns();
-	bpf_for_each(task, pos, NULL, BPF_TASK_ITER_ALL_THREADS) {
+	if (!walk_head && !find_head()) {
+		walk_status = NT_WALK_UNSUPPORTED;
+		return 0;
+	}
+	if (!walk_resume_tid) {
 		/* The idle task heads the list; /proc and iter/task skip it. */
-		if (pos->pid)
-			walk_one(pos);
+		proc = process_after(walk_head - bpf_core_field_offset(struct task_struct, tasks));
+		pos = proc;
+	} else if (!resume(&proc, &pos)) {
+		walk_status = NT_WALK_LOST;
+		return 0;
+	}
+	head = proc ? threads_head(proc) : 0;
+	bpf_for(i, 0, WALK_MAX_STEPS) {
+		if (!pos) {
+			if (!proc)
+				break;
+			proc = process_after(proc);
+			pos = proc;
+			head = proc ? threads_head(proc) : 0;
+			continue;
+		}
+		walk_one(pos);
+		last = pos;
+		pos = thread_after(pos, head);
+		if (i % WALK_CLOCK_EVERY == WALK_CLOCK_EVERY - 1 &&
+		    (bpf_ktime_get_ns() - start > walk_budget_ns || thread_flags() & ~flags))
+			break;
+	}
+	if ((pos || proc) && last) {
+		lv = bpf_core_cast((void *)last, struct task_struct);
+		walk_resume_tid = lv->pid;
+		walk_resume_start = lv->start_boottime;
+		if (walk_status == NT_WALK_DONE)
+			walk_status = NT_WALK_MORE;
 	}
 	walk_ns = bpf_ktime_get_ns() - start;
 	return 0;

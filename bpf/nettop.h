@@ -219,16 +219,22 @@ struct nt_task_rec {
 };
 #define NT_REC_HEAD_LEN __builtin_offsetof(struct nt_task_rec, ppid)
 
-/* How the last open-coded task walk (walk_tasks) ended. */
+/* How the last run of the open-coded task walk (walk_tasks) ended. */
 #define NT_WALK_NOT_RUN 0
+/* The pass is complete. */
 #define NT_WALK_DONE 1
-/* The ring filled: the records are incomplete; walk_need says how much
- * ring the pass needed. */
+/* The ring filled: the run's records are incomplete; walk_need says how
+ * much ring the run needed. */
 #define NT_WALK_OVERFLOW 2
-/* This kernel has no open-coded task iterator (before 6.7). */
+/* This kernel lacks what the walk needs (bpf_task_from_pid, 6.2). */
 #define NT_WALK_UNSUPPORTED 3
 /* User space has put no ring in the slot. */
 #define NT_WALK_NO_RING 4
+/* The run stopped at its span budget: the next run resumes after the
+ * thread in walk_resume_tid. */
+#define NT_WALK_MORE 5
+/* The thread to resume after has exited: the pass cannot go on. */
+#define NT_WALK_LOST 6
 
 /* Per-CPU cumulative counters (PERCPU_ARRAY, one slot). */
 struct nt_cpu {

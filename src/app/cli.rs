@@ -129,14 +129,14 @@ pub struct Cli {
     #[arg(long = "bpf-stats", conflicts_with_all = ["no_bpf", "pinning_check"])]
     pub bpf_stats: bool,
 
-    /// Longest the in-kernel task walk may run in one piece (default 2ms).
-    /// On Linux 6.8+ each sample follows the task list in one run, about
-    /// half the kernel's per-thread walk, but on kernels that preempt only
-    /// voluntarily nothing else runs on that CPU meanwhile (~13 ms at
-    /// 30,000 threads on a 2-CPU VM, BENCHMARKS "The open-coded task
-    /// walk"). Passes predicted longer take the kernel's walk, in
-    /// preemptible pieces. Raise it (20ms) where nettop's CPU matters more
-    /// than that wait.
+    /// Longest the in-kernel task walk may hold a CPU in one piece (default
+    /// 2ms). On Linux 6.4+ each sample follows the task list itself, about
+    /// half the kernel's per-thread walk, and on kernels that preempt only
+    /// voluntarily nothing else runs on that CPU meanwhile (~13 ms for a
+    /// whole pass at 30,000 threads on a 2-CPU VM, BENCHMARKS "The task
+    /// walk in runs"). So a pass stops after this long and goes on after a
+    /// return to user space. Lower it where other tasks on nettop's CPU
+    /// must wake sooner; each run costs one more system call.
     #[arg(long = "walk-span", value_name = "D", value_parser = parse_walk_span,
           conflicts_with = "no_bpf")]
     pub walk_span: Option<std::time::Duration>,

@@ -36,7 +36,7 @@ pub struct CollectorOptions {
     pub threads: bool,
     /// Read tasks from /proc even when the in-kernel sampler loads.
     pub no_task_sampler: bool,
-    /// Longest the open-coded task walk may run in one piece (`None`: the
+    /// Longest one run of the open-coded task walk may go on (`None`: the
     /// sampler's default).
     pub walk_span: Option<std::time::Duration>,
 }

@@ -1,8 +1,8 @@
 //! Many idle threads in the test process, for tests and benchmarks that
 //! need a host (or one process) with thousands of tasks to read.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 
 /// Stack of each parked thread: they run nothing, so keep them small (the
@@ -14,6 +14,7 @@ const STACK: usize = 64 * 1024;
 pub struct ParkedThreads {
     release: Arc<AtomicBool>,
     handles: Vec<JoinHandle<()>>,
+    tids: Vec<u32>,
 }
 
 impl ParkedThreads {
@@ -24,10 +25,16 @@ impl ParkedThreads {
         let mut set = ParkedThreads {
             release: Arc::new(AtomicBool::new(false)),
             handles: Vec::with_capacity(n),
+            tids: Vec::with_capacity(n),
         };
+        let (tx, rx) = mpsc::channel();
         for i in 0..n {
             let release = Arc::clone(&set.release);
+            let tx = tx.clone();
             let spawned = thread::Builder::new().stack_size(STACK).spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let _ = tx.send(unsafe { libc::gettid() } as u32);
+                drop(tx);
                 // park() may return spuriously: sleep again until released.
                 while !release.load(Ordering::Acquire) {
                     thread::park();
@@ -38,7 +45,18 @@ impl ParkedThreads {
                 Err(e) => return Err(format!("created only {i} threads: {e}")),
             }
         }
+        drop(tx);
+        set.tids = rx.iter().collect();
         Ok(set)
+    }
+
+    /// The threads' kernel TIDs.
+    #[allow(
+        dead_code,
+        reason = "bench/programs includes this file and asks no TIDs"
+    )]
+    pub fn tids(&self) -> &[u32] {
+        &self.tids
     }
 }
 

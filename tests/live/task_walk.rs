@@ -1,7 +1,8 @@
 //! The task sampler's two walks against each other. Where the kernel has
-//! the open-coded walk (6.8+), passes take it; its records must be
-//! the kernel's `iter/task` walk's, also when a pass outgrows the first ring
-//! and the ring is replaced by a bigger one.
+//! the open-coded walk (6.4+), passes take it; its records must be the
+//! kernel's `iter/task` walk's, also when a run outgrows the first ring and
+//! the ring is replaced by a bigger one, and when a pass is cut into many
+//! runs while threads come and go.
 
 use crate::common;
 use crate::common::tier::Need;
@@ -49,9 +50,11 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
         Ok(p) => p,
         Err(e) => return common::skip("task walks", &e),
     };
+    // One run per pass, so the first outgrows the first ring.
     let mut bpf = match BpfCollector::open(&BpfOptions {
         sampler_only: true,
         max_tasks: Some(1),
+        walk_span: Some(Duration::from_secs(1)),
         ..Default::default()
     }) {
         Ok(b) => b,
@@ -65,18 +68,19 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
 
     let open = pass(&mut bpf, true);
     let ring = bpf.task_walk_ring();
-    assert_eq!(bpf.last_pass_open(), ring.is_some());
-    let has_walk = kernel().is_some_and(|v| v >= (6, 8));
+    assert_eq!(bpf.last_pass_runs() > 0, ring.is_some());
+    let has_walk = kernel().is_some_and(|v| v >= (6, 4));
     if !has_walk {
-        assert_eq!(ring, None, "an open-coded walk before Linux 6.8");
-        return common::skip("task walks", "Linux before 6.8 has only the kernel's walk");
+        assert_eq!(ring, None, "an open-coded walk before Linux 6.4");
+        return common::skip("task walks", "Linux before 6.4 has only the kernel's walk");
     }
-    let ring = ring.expect("Linux 6.8+: passes take the open-coded walk");
+    let ring = ring.expect("Linux 6.4+: passes take the open-coded walk");
     assert!(
         ring > 256 << 10,
         "the first pass outgrew the first ring, which was not replaced ({ring} bytes)"
     );
     let open_procs = pass(&mut bpf, false);
+    assert_eq!(bpf.last_pass_runs(), 1, "a pass within the budget in runs");
     assert_eq!(bpf.task_walk_ring(), Some(ring), "the ring changed again");
     bpf.use_kernel_walk();
     assert_eq!(bpf.task_walk_ring(), None);
@@ -103,6 +107,7 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
     }
     // The idle task heads the kernel's task list; /proc has no PID 0.
     assert!(!o.contains_key(&0), "the open walk yielded the idle task");
+    assert!(o.contains_key(&1), "the open walk missed init");
     // The rest of the host: the same threads, but for churn between passes.
     let (o_ids, k_ids): (HashSet<u32>, HashSet<u32>) =
         (o.keys().copied().collect(), k.keys().copied().collect());
@@ -124,41 +129,102 @@ fn open_coded_walk_gives_the_kernel_walks_records() {
     drop(parked);
 }
 
-case!(
-    passes_over_the_span_budget_take_the_kernel_walk,
-    [Need::Bpf]
-);
-/// A pass predicted to hold the CPU longer than `--walk-span` takes the
-/// kernel's walk, in preemptible pieces; one within it the open walk.
-fn passes_over_the_span_budget_take_the_kernel_walk() {
-    if kernel().is_none_or(|v| v < (6, 8)) {
+case!(a_pass_in_many_runs_yields_every_thread_once, [Need::Bpf]);
+/// A budget too small for more than a few dozen threads per run cuts each
+/// pass into many runs, each resuming after the thread the last stopped
+/// after, while a churner makes and ends threads. A resume thread that has
+/// exited sends its pass to the kernel's walk; every pass, either way,
+/// yields every long-lived thread exactly once.
+fn a_pass_in_many_runs_yields_every_thread_once() {
+    if kernel().is_none_or(|v| v < (6, 4)) {
         return common::skip(
-            "task walk budget",
-            "Linux before 6.8 has only the kernel's walk",
+            "task walk runs",
+            "Linux before 6.4 has only the kernel's walk",
         );
     }
-    for (span, open) in [
-        (Duration::from_nanos(1), false),
-        (Duration::from_secs(1), true),
-    ] {
-        let mut bpf = match BpfCollector::open(&BpfOptions {
-            sampler_only: true,
-            max_tasks: Some(1),
-            host_tasks: 1000,
-            walk_span: Some(span),
-            ..Default::default()
-        }) {
-            Ok(b) => b,
-            Err(e) => return common::skip("task walk budget", &format!("BPF unavailable: {e:#}")),
-        };
-        for n in 0..3 {
-            let set = pass(&mut bpf, false);
-            assert!(
-                set.records > 10,
-                "{span:?}: pass {n} has {} records",
-                set.records
-            );
-            assert_eq!(bpf.last_pass_open(), open, "{span:?}: pass {n}");
+    let parked = match ParkedThreads::spawn(PARKED) {
+        Ok(p) => p,
+        Err(e) => return common::skip("task walk runs", &e),
+    };
+    let mut bpf = match BpfCollector::open(&BpfOptions {
+        sampler_only: true,
+        max_tasks: Some(1),
+        host_tasks: 1000,
+        walk_span: Some(Duration::from_nanos(1)),
+        ..Default::default()
+    }) {
+        Ok(b) => b,
+        Err(e) => return common::skip("task walk runs", &format!("BPF unavailable: {e:#}")),
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churner = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut made = 0u64;
+            // Threads that end as soon as they start, made as fast as one
+            // thread can: some run stops after one of them, now and then
+            // one that is gone before the next run.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let short: Vec<_> = (0..64)
+                    .filter_map(|_| {
+                        std::thread::Builder::new()
+                            .stack_size(64 << 10)
+                            .spawn(|| ())
+                            .ok()
+                    })
+                    .collect();
+                made += short.len() as u64;
+                for t in short {
+                    let _ = t.join();
+                }
+            }
+            made
+        })
+    };
+    let ours: HashSet<u32> = std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let (mut cut, mut retaken) = (0, 0);
+    for n in 0..200 {
+        let set = pass(&mut bpf, true);
+        let runs = bpf.last_pass_runs();
+        if runs == 0 {
+            retaken += 1;
+        } else {
+            cut += 1;
+            assert!(runs > 10, "pass {n}: {runs} runs at a 1 ns budget");
         }
+        let mut seen: HashMap<u32, usize> = HashMap::new();
+        for t in &set.threads {
+            *seen.entry(t.tid).or_default() += 1;
+        }
+        let twice: Vec<_> = seen.iter().filter(|&(_, &c)| c > 1).collect();
+        assert!(
+            twice.is_empty(),
+            "pass {n} ({runs} runs): threads yielded twice: {twice:?}"
+        );
+        for tid in parked.tids() {
+            assert_eq!(
+                seen.get(tid),
+                Some(&1),
+                "pass {n} ({runs} runs): parked thread {tid}"
+            );
+        }
+        // The kernel's walk on some kernels hides init's threads (the
+        // collector reads them through /proc); the open walk does not.
+        assert!(
+            runs == 0 || seen.contains_key(&1),
+            "pass {n} ({runs} runs): init missing"
+        );
     }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let made = churner.join().expect("the churner");
+    eprintln!(
+        "task walk runs: {cut} passes in runs, {retaken} retaken by the kernel's walk, \
+         {made} threads churned, {} threads of ours",
+        ours.len()
+    );
+    assert!(cut > 0, "no pass finished in runs");
+    drop(parked);
 }

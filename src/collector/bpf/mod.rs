@@ -93,8 +93,8 @@ pub struct BpfOptions {
     /// Tasks on the host now (the kernel's count; 0 if unknown): sizes
     /// the open-coded task walk's first ring, so the first pass fits.
     pub host_tasks: usize,
-    /// Longest the open-coded task walk may run in one piece; `None`:
-    /// [`DEFAULT_WALK_SPAN`].
+    /// Longest one run of the open-coded task walk may go on before the
+    /// pass resumes in another; `None`: [`DEFAULT_WALK_SPAN`].
     pub walk_span: Option<std::time::Duration>,
     /// Do not load the task sampler (tests of the /proc path).
     pub no_sampler: bool,
@@ -438,11 +438,11 @@ impl BpfCollector {
         let mut errors = Vec::new();
         for mode in modes {
             // The task sampler is optional (iter/task needs 5.8), and so
-            // is its open-coded walk (6.8): one program that does not load
+            // is its open-coded walk (6.4): one program that does not load
             // fails the whole object, so try again without it and say why.
             let mut sampler_error = opts.no_sampler.then(|| "disabled".to_string());
             if sampler_error.is_none() {
-                // Before 6.8 the open walk cannot load: not worth a load
+                // Before 6.4 the open walk cannot load: not worth a load
                 // that fails.
                 let walks = if sampler::kernel_has_open_walk() {
                     Self::open_mode(opts, mode, Tasks::BothWalks).or_else(|e| {

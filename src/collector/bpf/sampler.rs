@@ -4,21 +4,18 @@
 //! Two walks emit the same records. The kernel's `iter/task` walk
 //! (`sample_tasks`) runs the program once per thread and finds each next
 //! thread by PID, taking a reference on it: about three quarters of its
-//! cost per thread. The open-coded walk (`walk_tasks`, Linux 6.8+) runs
-//! once per pass and follows the task list itself, writing into a ring
-//! buffer that user space sizes from what the previous pass needed. The
-//! kernel's walk stays attached: it is what a kernel without the open-coded
-//! iterator uses, and what a pass falls back to when the open walk cannot
-//! run.
+//! cost per thread. The open-coded walk (`walk_tasks`) follows the task
+//! list itself, writing into a ring buffer. The kernel's walk stays
+//! attached: it is what a kernel without the open walk uses, and what a
+//! pass is retaken by when the open walk cannot finish it.
 //!
-//! The price of the open walk is that it runs in one piece, with no
-//! preemption point on a kernel that preempts only voluntarily (most
-//! distributions' default): 13 ms at 30,000 threads on the development VM,
-//! where the kernel's walk returns to user space every 32 KiB of records.
-//! So a pass takes it only while its predicted run (the last open pass's
-//! time per task, times the tasks now) stays within a budget
-//! ([`DEFAULT_WALK_SPAN`], `--walk-span`); a host with more threads than
-//! that pays the kernel's walk, in pieces.
+//! A run of the open walk cannot be preempted on a kernel that preempts
+//! only voluntarily (most distributions' default): a whole pass took 13 ms
+//! at 30,000 threads on the development VM. So a run stops at a budget
+//! ([`DEFAULT_WALK_SPAN`], `--walk-span`) and the pass goes on in another
+//! run, after a return to user space, from the thread the last one
+//! stopped after. The ring is drained after every run, so it holds one
+//! run's records.
 
 use std::cell::RefCell;
 use std::ptr::NonNull;
@@ -40,28 +37,32 @@ const WALK_NOT_RUN: u32 = 0;
 const WALK_DONE: u32 = 1;
 const WALK_OVERFLOW: u32 = 2;
 const WALK_UNSUPPORTED: u32 = 3;
+const WALK_MORE: u32 = 5;
+const WALK_LOST: u32 = 6;
 
 /// Ring sizes, bytes (a power of two the kernel accepts, pages at least):
 /// the first ring, and the largest before the kernel's walk is used
-/// instead (a host needing more has millions of threads).
+/// instead (a run needing more has millions of threads).
 const FIRST_RING: u64 = 1 << 18;
 const MAX_RING: u64 = 1 << 30;
 
-/// Longest an open-coded pass may run in one piece unless told otherwise:
-/// half a scheduler tick at HZ=250, about 4,500 threads at the development
-/// VM's cost per thread. A task that shares nettop's CPU waits no longer
-/// than that for a sample.
+/// Longest one run of the open walk may go on unless told otherwise: half
+/// a scheduler tick at HZ=250, about 4,500 threads at the development VM's
+/// cost per thread. A task that shares nettop's CPU waits no longer than
+/// that for a sample.
 pub const DEFAULT_WALK_SPAN: std::time::Duration = std::time::Duration::from_millis(2);
-/// Time per task assumed before an open pass has been timed: above what
-/// one costs with cold caches here (about 430 ns).
-const FIRST_NS_PER_TASK: u64 = 600;
 
-/// Whether the running kernel can load the open walk: the open-coded task
-/// iterator is 6.7, a global function's trusted task argument 6.8.
+/// Runs a pass may take before it is given up as a list that does not end
+/// (each run samples at least 32 threads).
+const MAX_RUNS: u32 = 1 << 20;
+
+/// Whether the running kernel can load the open walk: bpf_for, the
+/// open-coded numeric iterator, is 6.4. An older kernel that has it
+/// backported fails the load, and the object loads again without it.
 pub(super) fn kernel_has_open_walk() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .ok()
-        .and_then(|r| release_at_least(&r, (6, 8)))
+        .and_then(|r| release_at_least(&r, (6, 4)))
         .unwrap_or(false)
 }
 
@@ -72,11 +73,6 @@ fn release_at_least(release: &str, want: (u32, u32)) -> Option<bool> {
     let major = it.next()?.parse::<u32>().ok()?;
     let minor = it.next()?.parse::<u32>().ok()?;
     Some((major, minor) >= want)
-}
-
-/// Whether a pass over `tasks` at `ns_per_task` runs within `budget_ns`.
-fn fits_budget(tasks: u64, ns_per_task: u64, budget_ns: u64) -> bool {
-    tasks.saturating_mul(ns_per_task) <= budget_ns
 }
 
 /// Ring bytes of a process-mode record that is a head alone, with the
@@ -96,22 +92,19 @@ fn ring_size(need: u64) -> Option<u64> {
 pub(super) struct OpenWalkOptions {
     /// The host's task count now: sizes the first ring.
     pub host_tasks: usize,
-    /// Longest one pass may run.
+    /// Longest one run may go on.
     pub span: std::time::Duration,
 }
 
-/// Both walks; the open one is used while it works and fits the budget.
+/// Both walks; the open one is used while it works.
 pub(super) struct Sampler {
     kernel: Link,
     open: Option<OpenWalk>,
-    /// Longest an open pass may run, ns.
+    /// Longest one run of the open walk may go on, ns.
     budget_ns: u64,
-    /// Tasks the last pass sampled (at first, the host's count).
-    tasks: u64,
-    /// The last open pass's run time per task.
-    ns_per_task: u64,
-    /// Whether the last pass took the open walk.
-    last_open: bool,
+    /// Runs the last pass took on the open walk; 0 when it took the
+    /// kernel's.
+    last_runs: u32,
 }
 
 impl Sampler {
@@ -126,13 +119,7 @@ impl Sampler {
         let budget_ns = open_walk
             .as_ref()
             .map_or(0, |o| u64::try_from(o.span.as_nanos()).unwrap_or(u64::MAX));
-        // Sized for the host when the first pass will take it; a host over
-        // the budget keeps the smallest ring until it comes under.
-        let first_ring = if fits_budget(tasks, FIRST_NS_PER_TASK, budget_ns) {
-            ring_size(tasks.saturating_mul(HEAD_BYTES)).unwrap_or(FIRST_RING)
-        } else {
-            FIRST_RING
-        };
+        let first_ring = ring_size(tasks.saturating_mul(HEAD_BYTES)).unwrap_or(FIRST_RING);
         let open = open_walk
             .map(|_| OpenWalk::attach(skel, first_ring))
             .and_then(|w| {
@@ -143,9 +130,7 @@ impl Sampler {
             kernel,
             open,
             budget_ns,
-            tasks,
-            ns_per_task: FIRST_NS_PER_TASK,
-            last_open: false,
+            last_runs: 0,
         }
     }
 
@@ -208,9 +193,8 @@ impl Ring {
         })
     }
 
-    /// Everything in the ring, appended to `buf` after clearing it.
+    /// Everything in the ring, appended to `buf`.
     fn drain(&self, buf: &mut Vec<u8>) -> Result<()> {
-        buf.clear();
         std::mem::swap(buf, &mut self.out.borrow_mut());
         let read = self.reader.consume().context("reading the task walk ring");
         std::mem::swap(buf, &mut self.out.borrow_mut());
@@ -220,12 +204,63 @@ impl Ring {
 
 /// How an open-coded pass ended.
 enum Walked {
-    /// The records are in; the walk ran this long in one piece.
-    Done { span_ns: u64 },
-    /// The ring was too small: this many bytes were needed.
+    /// The records are in, from this many runs.
+    Done { runs: u32 },
+    /// A run needed more ring than the largest: this many bytes.
     Outgrown(u64),
+    /// The thread a run was to resume after had exited.
+    Lost,
     /// The walk cannot run here: use the kernel's from now on.
     Unusable(String),
+}
+
+/// The walk's state in the object's live .bss mapping.
+struct WalkVars(*mut types::bss);
+
+impl WalkVars {
+    /// Where the next run resumes and the tasks counted so far.
+    fn position(&self) -> (u32, u64, u64) {
+        let bss = self.0;
+        // SAFETY: bss is the live mapping (BpfCollector::bss); volatile, as
+        // every access after load; no run is going on.
+        unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_resume_tid)),
+                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_resume_start)),
+                std::ptr::read_volatile(std::ptr::addr_of!((*bss).pass_tasks)),
+            )
+        }
+    }
+
+    /// Sets where the next run resumes (TID 0: at the list's head), the
+    /// tasks counted so far, and clears the run's status.
+    fn set_position(&self, (tid, start, tasks): (u32, u64, u64)) {
+        let bss = self.0;
+        // SAFETY: as in position.
+        unsafe {
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).walk_resume_tid), tid);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).walk_resume_start), start);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).pass_tasks), tasks);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).walk_status), WALK_NOT_RUN);
+        }
+    }
+
+    fn set_budget(&self, ns: u64) {
+        // SAFETY: as in position.
+        unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*self.0).walk_budget_ns), ns) };
+    }
+
+    /// How the last run ended and the ring bytes it needed.
+    fn outcome(&self) -> (u32, u64) {
+        let bss = self.0;
+        // SAFETY: as in position; the run has returned.
+        unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_status)),
+                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_need)),
+            )
+        }
+    }
 }
 
 impl OpenWalk {
@@ -257,46 +292,58 @@ impl OpenWalk {
         })
     }
 
-    /// One pass into `buf`; `bss` is the object's live .bss mapping.
-    fn pass(&mut self, buf: &mut Vec<u8>, bss: *mut types::bss) -> Result<Walked> {
-        // SAFETY: bss is the live mapping (BpfCollector::bss); volatile, as
-        // every access after load.
-        unsafe {
-            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).walk_status), WALK_NOT_RUN);
-            std::ptr::write_volatile(std::ptr::addr_of_mut!((*bss).pass_tasks), 0);
-        }
-        let mut it = libbpf_rs::Iter::new(&self.link).context("starting a task walk")?;
-        // The walk writes nothing to its seq_file; reading runs it.
-        std::io::Read::read_to_end(&mut it, &mut Vec::new()).context("running the task walk")?;
-        // SAFETY: as above; the program has returned.
-        let (status, need, span_ns) = unsafe {
-            (
-                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_status)),
-                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_need)),
-                std::ptr::read_volatile(std::ptr::addr_of!((*bss).walk_ns)),
-            )
-        };
-        match status {
-            WALK_DONE => {
-                self.ring.drain(buf)?;
-                Ok(Walked::Done { span_ns })
+    /// One pass into `buf`, in runs of at most `budget_ns`.
+    fn pass(
+        &mut self,
+        skel: &NettopSkel<'static>,
+        buf: &mut Vec<u8>,
+        vars: &WalkVars,
+        budget_ns: u64,
+    ) -> Result<Walked> {
+        buf.clear();
+        vars.set_budget(budget_ns);
+        vars.set_position((0, 0, 0));
+        let mut runs = 0;
+        while runs < MAX_RUNS {
+            let at = vars.position();
+            let mut it = libbpf_rs::Iter::new(&self.link).context("starting a task walk")?;
+            // The walk writes nothing to its seq_file; reading runs it.
+            std::io::Read::read_to_end(&mut it, &mut Vec::new())
+                .context("running the task walk")?;
+            runs += 1;
+            match vars.outcome() {
+                (WALK_MORE, _) => self.ring.drain(buf)?,
+                (WALK_DONE, _) => {
+                    self.ring.drain(buf)?;
+                    return Ok(Walked::Done { runs });
+                }
+                (WALK_OVERFLOW, need) => {
+                    let Some(size) = ring_size(need) else {
+                        return Ok(Walked::Outgrown(need));
+                    };
+                    // The old ring and its partial run go with its map
+                    // handle; the run is taken again into the new one.
+                    self.ring = match Ring::new(skel, size) {
+                        Ok(r) => r,
+                        Err(e) => return Ok(Walked::Unusable(format!("{e:#}"))),
+                    };
+                    vars.set_position(at);
+                }
+                (WALK_LOST, _) => return Ok(Walked::Lost),
+                (WALK_UNSUPPORTED, _) => {
+                    return Ok(Walked::Unusable(
+                        "this kernel lacks bpf_task_from_pid or bpf_rdonly_cast".into(),
+                    ));
+                }
+                (WALK_NOT_RUN, _) => {
+                    return Ok(Walked::Unusable("the pinned walk did not run".into()));
+                }
+                (s, _) => return Ok(Walked::Unusable(format!("the walk ended with status {s}"))),
             }
-            WALK_OVERFLOW => Ok(Walked::Outgrown(need)),
-            WALK_UNSUPPORTED => Ok(Walked::Unusable(
-                "this kernel has no open-coded task iterator (Linux 6.8+)".into(),
-            )),
-            WALK_NOT_RUN => Ok(Walked::Unusable("the pinned walk did not run".into())),
-            s => Ok(Walked::Unusable(format!("the walk ended with status {s}"))),
         }
-    }
-
-    /// Replaces the ring with one that holds `need` bytes.
-    fn grow(&mut self, skel: &NettopSkel<'static>, need: u64) -> Result<()> {
-        let size = ring_size(need)
-            .ok_or_else(|| anyhow!("a pass needs {need} bytes of ring, more than {MAX_RING}"))?;
-        // The old ring goes with its map handle; the slot holds the new.
-        self.ring = Ring::new(skel, size)?;
-        Ok(())
+        Ok(Walked::Unusable(format!(
+            "a pass went on past {MAX_RUNS} runs"
+        )))
     }
 }
 
@@ -320,28 +367,16 @@ impl BpfCollector {
                 u32::from(thread_rows),
             );
         }
-        // SAFETY: as above; read once the pass has returned.
-        let tasks =
-            move || unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*bss).pass_tasks)) };
-        let fits = fits_budget(sampler.tasks, sampler.ns_per_task, sampler.budget_ns);
-        if let Some(open) = sampler.open.as_mut().filter(|_| fits) {
-            let mut walked = open.pass(buf, bss)?;
-            if let Walked::Outgrown(need) = walked {
-                walked = match open.grow(&self.skel, need) {
-                    Ok(()) => open.pass(buf, bss)?,
-                    Err(e) => Walked::Unusable(format!("{e:#}")),
-                };
-            }
-            match walked {
-                Walked::Done { span_ns } => {
-                    sampler.last_open = true;
-                    sampler.tasks = tasks();
-                    sampler.ns_per_task = span_ns / sampler.tasks.max(1);
+        if let Some(open) = sampler.open.as_mut() {
+            match open.pass(&self.skel, buf, &WalkVars(bss), sampler.budget_ns)? {
+                Walked::Done { runs } => {
+                    sampler.last_runs = runs;
                     return Ok(true);
                 }
                 Walked::Outgrown(need) => {
-                    log::debug!("task walk ring outgrown twice ({need} bytes); kernel walk")
+                    log::debug!("a task walk run needs {need} bytes of ring; kernel walk")
                 }
+                Walked::Lost => log::debug!("task walk lost its place; kernel walk"),
                 Walked::Unusable(why) => {
                     log::debug!("open-coded task walk: {why}; the kernel's walk from now on");
                     sampler.open = None;
@@ -354,8 +389,7 @@ impl BpfCollector {
             libbpf_rs::Iter::new(&sampler.kernel).context("starting a task sampler pass")?;
         buf.clear();
         std::io::Read::read_to_end(&mut it, buf).context("reading the task sampler")?;
-        sampler.last_open = false;
-        sampler.tasks = tasks();
+        sampler.last_runs = 0;
         Ok(true)
     }
 
@@ -365,9 +399,10 @@ impl BpfCollector {
         self.sampler.as_ref().and_then(Sampler::open_ring)
     }
 
-    /// Whether the last task pass took the open-coded walk.
-    pub fn last_pass_open(&self) -> bool {
-        self.sampler.as_ref().is_some_and(|s| s.last_open)
+    /// Runs of the open-coded walk the last task pass took; 0 when it
+    /// took the kernel's walk.
+    pub fn last_pass_runs(&self) -> u32 {
+        self.sampler.as_ref().map_or(0, |s| s.last_runs)
     }
 
     /// Makes task passes take the kernel's walk (tests that compare the two).
@@ -383,31 +418,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_open_walk_is_taken_only_within_the_span_budget() {
-        let default = DEFAULT_WALK_SPAN.as_nanos() as u64;
-        let raised = 20_000_000;
-        // The development VM: ~430 ns per task with cold caches.
-        assert!(fits_budget(4_000, 430, default));
-        assert!(!fits_budget(30_000, 430, default));
-        assert!(fits_budget(30_000, 430, raised));
-        assert!(!fits_budget(60_000, 430, raised));
-        // Before any open pass: the assumed cost and the host's count.
-        assert!(fits_budget(3_000, FIRST_NS_PER_TASK, default));
-        assert!(!fits_budget(4_000, FIRST_NS_PER_TASK, default));
-        assert!(!fits_budget(u64::MAX, 2, u64::MAX - 1));
-    }
-
-    #[test]
-    fn the_open_walk_is_tried_from_linux_6_8() {
-        assert_eq!(release_at_least("6.18.44-fc-v657\n", (6, 8)), Some(true));
-        assert_eq!(release_at_least("6.8.0-45-generic", (6, 8)), Some(true));
-        assert_eq!(release_at_least("6.7.12", (6, 8)), Some(false));
+    fn the_open_walk_is_tried_from_linux_6_4() {
+        assert_eq!(release_at_least("6.18.44-fc-v657\n", (6, 4)), Some(true));
+        assert_eq!(release_at_least("6.8.0-45-generic", (6, 4)), Some(true));
+        assert_eq!(release_at_least("6.3.12", (6, 4)), Some(false));
         assert_eq!(
-            release_at_least("5.14.0-427.el9.x86_64", (6, 8)),
+            release_at_least("5.14.0-427.el9.x86_64", (6, 4)),
             Some(false)
         );
-        assert_eq!(release_at_least("10.1", (6, 8)), Some(true));
-        assert_eq!(release_at_least("garbage", (6, 8)), None);
+        assert_eq!(release_at_least("10.1", (6, 4)), Some(true));
+        assert_eq!(release_at_least("garbage", (6, 4)), None);
     }
 
     #[test]
