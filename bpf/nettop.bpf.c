@@ -1976,11 +1976,10 @@ __u64 walk_budget_ns = 0;
  * values to take that run again. */
 __u32 walk_resume_tid = 0;
 __u64 walk_resume_start = 0;
-/* How the last run ended (NT_WALK_* in nettop.h), the ring bytes it
- * needed (all of them, also past an overflow) and how long it ran. */
+/* How the last run ended (NT_WALK_* in nettop.h) and the ring bytes it
+ * needed (all of them, also past an overflow). */
 __u32 walk_status = NT_WALK_NOT_RUN;
 __u64 walk_need = 0;
-__u64 walk_ns = 0;
 /* The task list's head, &init_task.tasks: found once, from the parent
  * chain (init_task is not in kallsyms without CONFIG_KALLSYMS_ALL). */
 __u64 walk_head = 0;
@@ -2070,15 +2069,20 @@ static __always_inline __u64 threads_head(__u64 p)
 	return sig ? sig + bpf_core_field_offset(struct signal_struct, thread_head) : 0;
 }
 
+/* The thread whose thread_node is at next, in a process whose list head
+ * is head; 0 at the head (past the last thread). */
+static __always_inline __u64 thread_at(__u64 next, __u64 head)
+{
+	if (!next || next == head)
+		return 0;
+	return next - bpf_core_field_offset(struct task_struct, thread_node);
+}
+
 /* The thread after t in its process (whose list head is head), 0 past the
  * last. */
 static __always_inline __u64 thread_after(__u64 t, __u64 head)
 {
-	__u64 next = read_addr(&((struct task_struct *)t)->thread_node.next);
-
-	if (!next || next == head)
-		return 0;
-	return next - bpf_core_field_offset(struct task_struct, thread_node);
+	return thread_at(read_addr(&((struct task_struct *)t)->thread_node.next), head);
 }
 
 /* The process after p on the task list, 0 past the last. */
@@ -2115,7 +2119,7 @@ static __always_inline bool find_head(void)
 static __always_inline bool resume(__u64 *proc, __u64 *pos)
 {
 	struct task_struct *t = bpf_task_from_pid(walk_resume_tid);
-	__u64 leader, next, head;
+	__u64 leader, next;
 	bool same;
 
 	if (!t)
@@ -2126,11 +2130,8 @@ static __always_inline bool resume(__u64 *proc, __u64 *pos)
 	bpf_task_release(t);
 	if (!same || !leader)
 		return false;
-	head = threads_head(leader);
 	*proc = leader;
-	*pos = 0;
-	if (next && next != head)
-		*pos = next - bpf_core_field_offset(struct task_struct, thread_node);
+	*pos = thread_at(next, threads_head(leader));
 	return true;
 }
 
@@ -2187,6 +2188,5 @@ int walk_tasks(struct bpf_iter__task *ctx)
 		if (walk_status == NT_WALK_DONE)
 			walk_status = NT_WALK_MORE;
 	}
-	walk_ns = bpf_ktime_get_ns() - start;
 	return 0;
 }

@@ -226,7 +226,8 @@ struct nt_task_rec {
 /* The ring filled: the run's records are incomplete; walk_need says how
  * much ring the run needed. */
 #define NT_WALK_OVERFLOW 2
-/* This kernel lacks what the walk needs (bpf_task_from_pid, 6.2). */
+/* This kernel lacks what the walk needs (bpf_task_from_pid, 6.2), or the
+ * task list's head was not found. */
 #define NT_WALK_UNSUPPORTED 3
 /* User space has put no ring in the slot. */
 #define NT_WALK_NO_RING 4
